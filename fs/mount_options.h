@@ -1,0 +1,52 @@
+// MountOptions: everything `clairfs mount` accepts, from flags or from `-o key=value` (fstab).
+//
+// ApplyMountOption() takes one `-o` item: clairfs keys (cache=, capacity=, min_free=, ...)
+// set fields; FUSE/kernel options (allow_other, ro, ...) pass through to the kernel; options meant
+// only for mount(8) or systemd (_netdev, nofail, defaults, auto, noauto, user, x-*) are dropped.
+// Validate() checks values that do not depend on the filesystem (see daemon.h for the checks that
+// do). Errors name the option and what is wrong.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/status.h"
+
+namespace clairfs {
+
+enum class Revalidate { kNever, kOpen };
+enum class ManifestMode { kRescan, kReuse };
+
+struct MountOptions {
+  std::string backing;     // backing root (the PFS directory)
+  std::string mountpoint;  // where the view is mounted
+  std::string cache_dir;   // node-local cache directory
+  uint64_t capacity = 0;   // bytes of staged data (allocated blocks); 0 = device size
+  uint64_t min_free = 0;   // free space to keep on the cache device
+  bool foreground = false;
+  bool read_through = true;
+  Revalidate revalidate = Revalidate::kNever;
+  ManifestMode manifest = ManifestMode::kRescan;
+  double attr_timeout = 86400.0;  // seconds; entry and attribute timeouts
+  int stage_threads = 4;
+  uint64_t stage_bandwidth = 0;  // bytes/s; 0 = unlimited
+  bool allow_other = false;
+  bool suid = false;  // by default nosuid,nodev
+  bool dev = false;
+  int scan_threads = 8;
+  std::vector<std::string> fuse_options;  // passed to the kernel as -o
+};
+
+// Applies one item of a comma-separated -o list (already split). Returns an error naming the
+// option for an unknown clairfs key or a bad value.
+Status ApplyMountOption(const std::string& item, MountOptions* options);
+// Splits "a,b=c,d" and applies each item.
+Status ApplyMountOptionList(const std::string& list, MountOptions* options);
+// Checks value ranges and required fields.
+Status ValidateMountOptions(const MountOptions& options);
+// The -o string handed to the kernel: always default_permissions and ro, nosuid/nodev unless
+// suid/dev, allow_other if set, fsname=clairfs:<backing>, subtype=clairfs, plus passthrough items.
+std::string KernelMountOptions(const MountOptions& options);
+
+}  // namespace clairfs

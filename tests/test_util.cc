@@ -1,0 +1,247 @@
+// Test helpers (see test_util.h).
+#include "tests/test_util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace clairfs::testing {
+namespace fsys = std::filesystem;
+
+namespace {
+
+// Unescapes the octal escapes (\040 for space) used in /proc/self/mountinfo.
+std::string UnescapeMountPath(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int value = (s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0');
+      out.push_back(static_cast<char>(value));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> FuseMountsUnder(const std::string& prefix) {
+  std::vector<std::string> result;
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, mountpoint;
+    fields >> id >> parent >> devno >> root >> mountpoint;
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype.rfind("fuse", 0) != 0) continue;
+    std::string path = UnescapeMountPath(mountpoint);
+    if (path == prefix || path.rfind(prefix + "/", 0) == 0) result.push_back(path);
+  }
+  return result;
+}
+
+}  // namespace
+
+TempDir::TempDir() {
+  const char* base = getenv("TMPDIR");
+  std::string templ = std::string(base && *base ? base : "/tmp") + "/clairfs-test-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) abort();
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  for (const auto& mp : FuseMountsUnder(path_)) {
+    Run({"fusermount3", "-uz", mp}, 30);
+  }
+  std::error_code ec;
+  // Make everything writable first (tests create read-only files and dirs).
+  Run({"chmod", "-R", "u+rwx", path_}, 60);
+  fsys::remove_all(path_, ec);
+}
+
+void MakeDirs(const std::string& path) {
+  std::error_code ec;
+  fsys::create_directories(path, ec);
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  MakeDirs(fsys::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+std::string RandomBytes(size_t size, uint64_t seed) {
+  std::string out(size, '\0');
+  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (size_t i = 0; i < size; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    out[i] = static_cast<char>(x >> 24);
+  }
+  return out;
+}
+
+namespace {
+
+void DrainInto(int fd, std::string* out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      out->append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+}
+
+}  // namespace
+
+CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds,
+                  const std::vector<std::string>& env) {
+  CommandResult result;
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) return result;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    for (const auto& kv : env) putenv(strdup(kv.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  std::thread err_reader([&] { DrainInto(err_pipe[0], &result.err); });
+  std::thread watchdog;
+  std::atomic<bool> done{false};
+  watchdog = std::thread([&] {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+    while (!done.load()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  DrainInto(out_pipe[0], &result.out);
+  err_reader.join();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  done = true;
+  watchdog.join();
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  return result;
+}
+
+CommandResult Shell(const std::string& command_line, int timeout_seconds) {
+  return Run({"/bin/sh", "-c", command_line}, timeout_seconds);
+}
+
+std::string ClairfsBin() {
+  const char* bin = getenv("CLAIRFS_BIN");
+  if (bin && *bin) return bin;
+  return "clairfs";
+}
+
+std::string SharedDir() {
+  const char* dir = getenv("CLAIRFS_SHARED_DIR");
+  if (dir && *dir) return dir;
+  // Tests run with the source tree as working directory; shared/ sits beside the checkout.
+  return "../shared";
+}
+
+bool IsFuseMounted(const std::string& path) {
+  std::error_code ec;
+  std::string canonical = fsys::weakly_canonical(path, ec).string();
+  for (const auto& mp : FuseMountsUnder(canonical)) {
+    if (mp == canonical) return true;
+  }
+  return false;
+}
+
+MountGuard::~MountGuard() {
+  if (IsFuseMounted(mountpoint_)) {
+    if (Run({"fusermount3", "-u", mountpoint_}, 30).exit_code != 0) {
+      Run({"fusermount3", "-uz", mountpoint_}, 30);
+    }
+  }
+  if (pid_ > 0) {
+    for (int i = 0; i < 100 && kill(pid_, 0) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (kill(pid_, 0) == 0) kill(pid_, SIGKILL);
+  }
+}
+
+pid_t DaemonPid(const std::string& mountpoint) {
+  // Scan /proc for a clairfs daemon whose command line names this mountpoint.
+  std::error_code ec;
+  std::string canonical = fsys::weakly_canonical(mountpoint, ec).string();
+  for (const auto& entry : fsys::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.empty() || !isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::string cmdline = ReadFile("/proc/" + name + "/cmdline");
+    std::vector<std::string> args;
+    size_t start = 0;
+    for (size_t i = 0; i < cmdline.size(); ++i) {
+      if (cmdline[i] == '\0') {
+        args.push_back(cmdline.substr(start, i - start));
+        start = i + 1;
+      }
+    }
+    if (args.size() < 3) continue;
+    if (args[0].find("clairfs") == std::string::npos) continue;
+    bool is_mount = false, names_mp = false;
+    for (const auto& a : args) {
+      if (a == "mount" || a == "pfs-emu") is_mount = true;
+      std::string c = fsys::weakly_canonical(a, ec).string();
+      if (!ec && c == canonical) names_mp = true;
+    }
+    if (is_mount && names_mp) return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
+
+}  // namespace clairfs::testing

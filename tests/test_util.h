@@ -1,0 +1,75 @@
+// Helpers shared by unit and integration tests: temporary directories, files, running commands,
+// and a guard that always unmounts a FUSE mount (even when an assertion fails).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace clairfs::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed recursively on destruction. Any FUSE mounts
+// found below it are lazily unmounted first.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Writes `data` to `path`, creating parent directories.
+void WriteFile(const std::string& path, const std::string& data);
+std::string ReadFile(const std::string& path);
+bool PathExists(const std::string& path);
+void MakeDirs(const std::string& path);
+// Deterministic pseudo-random bytes.
+std::string RandomBytes(size_t size, uint64_t seed);
+
+struct CommandResult {
+  int exit_code = -1;  // exit status, or 128+signal
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+// Runs argv (no shell), with optional extra environment entries "K=V"; waits up to
+// `timeout_seconds` then kills it.
+CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds = 120,
+                  const std::vector<std::string>& env = {});
+// Runs a shell command line with /bin/sh -c.
+CommandResult Shell(const std::string& command_line, int timeout_seconds = 120);
+
+// Path of the built `clairfs` binary ($CLAIRFS_BIN, set by ctest).
+std::string ClairfsBin();
+// Path of ../shared (the read-only project data), found from the source tree.
+std::string SharedDir();
+
+// True if `path` is a mountpoint of a FUSE filesystem (per /proc/self/mountinfo).
+bool IsFuseMounted(const std::string& path);
+
+// Unmounts `mountpoint` on destruction (fusermount3 -u, then -uz), and kills `pid` if the daemon
+// is still alive after that. Use one per mount in every integration test.
+class MountGuard {
+ public:
+  explicit MountGuard(std::string mountpoint) : mountpoint_(std::move(mountpoint)) {}
+  ~MountGuard();
+  MountGuard(const MountGuard&) = delete;
+  MountGuard& operator=(const MountGuard&) = delete;
+  void set_pid(pid_t pid) { pid_ = pid; }
+
+ private:
+  std::string mountpoint_;
+  pid_t pid_ = -1;
+};
+
+// Finds the pid of the clairfs daemon serving `mountpoint` (from the control socket's pid file or
+// /proc), or -1.
+pid_t DaemonPid(const std::string& mountpoint);
+
+}  // namespace clairfs::testing

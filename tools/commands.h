@@ -1,0 +1,21 @@
+// The table of `clairfs` subcommands. Each entry's function adds one subcommand (and its own
+// nested subcommands) to the app; the implementations live in tools/cmd_*.cc.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace clairfs::cli {
+
+using RegisterFn = void (*)(CLI::App& app);
+
+// Register functions, one per top-level subcommand (defined in cmd_*.cc).
+void RegisterMount(CLI::App& app);
+void RegisterUmount(CLI::App& app);
+void RegisterFsck(CLI::App& app);
+void RegisterStatus(CLI::App& app);
+void RegisterBench(CLI::App& app);
+
+// Adds every subcommand in the table to `app`.
+void RegisterAllCommands(CLI::App& app);
+
+}  // namespace clairfs::cli
