@@ -38,7 +38,8 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   };
   // Dashes and underscores are interchangeable so flags and -o keys match (min-free, min_free).
   std::string k = key;
-  for (auto& c : k) if (c == '-') c = '_';
+  for (auto& c : k)
+    if (c == '-') c = '_';
 
   if (k == "cache") {
     if (!has_value || value.empty()) return need_value();
@@ -55,13 +56,19 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   } else if (k == "no_read_through") {
     o->read_through = false;
   } else if (k == "revalidate") {
-    if (value == "never") o->revalidate = Revalidate::kNever;
-    else if (value == "open") o->revalidate = Revalidate::kOpen;
-    else return Status::Invalid("option revalidate=" + value + ": expected never or open");
+    if (value == "never")
+      o->revalidate = Revalidate::kNever;
+    else if (value == "open")
+      o->revalidate = Revalidate::kOpen;
+    else
+      return Status::Invalid("option revalidate=" + value + ": expected never or open");
   } else if (k == "manifest") {
-    if (value == "rescan") o->manifest = ManifestMode::kRescan;
-    else if (value == "reuse") o->manifest = ManifestMode::kReuse;
-    else return Status::Invalid("option manifest=" + value + ": expected rescan or reuse");
+    if (value == "rescan")
+      o->manifest = ManifestMode::kRescan;
+    else if (value == "reuse")
+      o->manifest = ManifestMode::kReuse;
+    else
+      return Status::Invalid("option manifest=" + value + ": expected rescan or reuse");
   } else if (k == "attr_timeout") {
     if (!has_value) return need_value();
     char* end = nullptr;

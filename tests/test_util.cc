@@ -170,8 +170,10 @@ CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds,
   watchdog.join();
   close(out_pipe[0]);
   close(err_pipe[0]);
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  if (WIFEXITED(status))
+    result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    result.exit_code = 128 + WTERMSIG(status);
   return result;
 }
 

@@ -4,8 +4,7 @@
 namespace clairfs::cli {
 
 void RegisterAllCommands(CLI::App& app) {
-  static const RegisterFn kCommands[] = {
-  };
+  static const RegisterFn kCommands[] = {};
   for (RegisterFn fn : kCommands) fn(app);
 }
 

@@ -1,0 +1,393 @@
+// ContentStore: publish protocol, recovery, capacity and eviction (see content_store.h).
+#include "cache/content_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "planner/log.h"
+
+namespace clairfs {
+namespace {
+
+constexpr uint8_t kEntryVersion = 1;
+constexpr uint64_t kBlock = 4096;
+
+uint64_t Fnv1a64(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// Space a file of `size` bytes is expected to take: whole blocks, plus one for metadata.
+uint64_t EstimateAlloc(uint64_t size) { return (size + kBlock - 1) / kBlock * kBlock + kBlock; }
+
+uint64_t AllocatedBytes(const struct stat& st) { return static_cast<uint64_t>(st.st_blocks) * 512; }
+
+}  // namespace
+
+std::string EncodeCacheEntry(const CacheEntryRecord& r) {
+  std::string out;
+  out.push_back(static_cast<char>(kEntryVersion));
+  PutFixed64(&out, r.identity.size);
+  PutFixed64(&out, static_cast<uint64_t>(r.identity.mtime_ns));
+  PutFixed64(&out, static_cast<uint64_t>(r.identity.ctime_ns));
+  PutFixed64(&out, r.identity.ino);
+  PutFixed64(&out, r.alloc_bytes);
+  PutFixed64(&out, static_cast<uint64_t>(r.staged_at_ns));
+  out.push_back(r.pinned ? 1 : 0);
+  PutFixed32(&out, static_cast<uint32_t>(r.data_name.size()));
+  out += r.data_name;
+  return out;
+}
+
+Result<CacheEntryRecord> DecodeCacheEntry(std::string_view b) {
+  constexpr size_t kFixed = 1 + 8 * 6 + 1 + 4;
+  if (b.size() < kFixed || static_cast<uint8_t>(b[0]) != kEntryVersion) {
+    return Status::Error(EUCLEAN, "corrupt cache entry");
+  }
+  const char* p = b.data() + 1;
+  CacheEntryRecord r;
+  r.identity.size = GetFixed64(p), p += 8;
+  r.identity.mtime_ns = static_cast<int64_t>(GetFixed64(p)), p += 8;
+  r.identity.ctime_ns = static_cast<int64_t>(GetFixed64(p)), p += 8;
+  r.identity.ino = GetFixed64(p), p += 8;
+  r.alloc_bytes = GetFixed64(p), p += 8;
+  r.staged_at_ns = static_cast<int64_t>(GetFixed64(p)), p += 8;
+  r.pinned = *p++ != 0;
+  uint32_t len = GetFixed32(p);
+  p += 4;
+  if (b.size() != kFixed + len || len == 0) return Status::Error(EUCLEAN, "corrupt cache entry");
+  r.data_name.assign(p, len);
+  return r;
+}
+
+ContentStore::ContentStore(CacheDir* dir, IndexDb* index, Env* env,
+                           const ContentStoreOptions& options,
+                           std::unique_ptr<EvictionPolicy> policy)
+    : dir_(dir),
+      index_(index),
+      env_(env),
+      options_(options),
+      capacity_(options.capacity),
+      policy_(std::move(policy)),
+      next_generation_(env->NowRealtimeNanos()) {}
+
+ContentStore::~ContentStore() = default;
+
+Result<std::unique_ptr<ContentStore>> ContentStore::Open(CacheDir* dir, IndexDb* index, Env* env,
+                                                         const ContentStoreOptions& options,
+                                                         std::unique_ptr<EvictionPolicy> policy) {
+  auto store =
+      std::unique_ptr<ContentStore>(new ContentStore(dir, index, env, options, std::move(policy)));
+  CLAIRFS_RETURN_IF_ERROR(store->Recover());
+  return store;
+}
+
+ContentStore::Shard& ContentStore::ShardFor(const std::string& path) {
+  return shards_[Fnv1a64(path) % kShards];
+}
+
+std::string ContentStore::NewDataName(const std::string& path) {
+  char name[64];
+  uint64_t h = Fnv1a64(path);
+  snprintf(name, sizeof(name), "%02x/%016llx-%llx", static_cast<unsigned>(h >> 56),
+           static_cast<unsigned long long>(h),
+           static_cast<unsigned long long>(next_generation_.fetch_add(1)));
+  return name;
+}
+
+Status ContentStore::Recover() {
+  // 1. Copies in flight at the last stop are incomplete by definition.
+  std::vector<DirEntry> temps;
+  CLAIRFS_RETURN_IF_ERROR(env_->ListDir(dir_->tmp_dir(), &temps));
+  for (const auto& t : temps) {
+    if (env_->Unlink(dir_->tmp_dir() + "/" + t.name).ok()) ++recovery_.temp_removed;
+  }
+  // 2. Keep entries whose data file exists with the recorded size; drop the rest.
+  std::unordered_set<std::string> referenced;
+  rocksdb::WriteBatch drops;
+  auto it = index_->NewIterator(IndexDb::kEntries);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string path(it->key().data(), it->key().size());
+    auto rec = DecodeCacheEntry(std::string_view(it->value().data(), it->value().size()));
+    struct stat st;
+    if (!rec.ok() || !env_->Lstat(dir_->data_dir() + "/" + rec->data_name, &st).ok() ||
+        !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != rec->identity.size) {
+      drops.Delete(index_->handle(IndexDb::kEntries), path);
+      ++recovery_.entries_dropped;
+      continue;
+    }
+    referenced.insert(rec->data_name);
+    Entry e{rec->data_name, rec->identity, AllocatedBytes(st), rec->staged_at_ns, rec->pinned};
+    used_bytes_ += e.alloc_bytes;
+    recovery_.bytes += e.alloc_bytes;
+    ++recovery_.entries;
+    policy_->OnInsert(path, e.alloc_bytes);
+    ShardFor(path).entries.emplace(path, std::move(e));
+  }
+  CLAIRFS_RETURN_IF_ERROR(IndexDb::FromRocks(it->status(), "read cache index"));
+  it.reset();
+  if (drops.Count() > 0) CLAIRFS_RETURN_IF_ERROR(index_->Write(&drops, true));
+  files_ = recovery_.entries;
+  // 3. Data files nobody references (published but never indexed, or left by a drop).
+  for (int i = 0; i < 256; ++i) {
+    char sub[4];
+    snprintf(sub, sizeof(sub), "%02x", i);
+    std::string subdir = dir_->data_dir() + "/" + sub;
+    std::vector<DirEntry> files;
+    if (!env_->ListDir(subdir, &files).ok()) continue;
+    for (const auto& f : files) {
+      std::string name = std::string(sub) + "/" + f.name;
+      if (referenced.count(name)) continue;
+      if (env_->Unlink(subdir + "/" + f.name).ok()) ++recovery_.orphans_removed;
+    }
+  }
+  return Status::Ok();
+}
+
+std::optional<StagedCopy> ContentStore::Find(const std::string& path, bool touch) {
+  std::optional<StagedCopy> copy;
+  {
+    Shard& shard = ShardFor(path);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.entries.find(path);
+    if (it == shard.entries.end()) return std::nullopt;
+    copy = StagedCopy{dir_->data_dir() + "/" + it->second.data_name, it->second.identity,
+                      it->second.alloc_bytes, it->second.pinned};
+  }
+  if (touch) policy_->OnAccess(path);
+  return copy;
+}
+
+bool ContentStore::Contains(const std::string& path) {
+  Shard& shard = ShardFor(path);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  return shard.entries.count(path) > 0;
+}
+
+bool ContentStore::FitsLocked(uint64_t need, uint64_t device_free) const {
+  if (capacity_ > 0 && used_bytes_ + reserved_bytes_ + need > capacity_) return false;
+  // Reserved space is not yet allocated on the device, so it still counts against free space.
+  if (device_free < reserved_bytes_ + need + options_.min_free) return false;
+  return true;
+}
+
+Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path) {
+  for (;;) {
+    {
+      struct statvfs vfs;
+      CLAIRFS_RETURN_IF_ERROR(env_->StatVfs(dir_->root(), &vfs));
+      uint64_t device_free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      std::lock_guard<std::mutex> lock(space_mu_);
+      if (FitsLocked(need, device_free)) {
+        reserved_bytes_ += need;
+        return Status::Ok();
+      }
+    }
+    auto victim = policy_->PickVictim([&](const std::string& p) {
+      if (p == for_path) return false;
+      Shard& shard = ShardFor(p);
+      std::lock_guard<std::mutex> lock(shard.mu);
+      auto it = shard.entries.find(p);
+      return it != shard.entries.end() && !it->second.pinned;
+    });
+    if (!victim) {
+      return Status::Error(ENOSPC, "no room in the cache for " + for_path + " (" +
+                                       std::to_string(need) + " bytes) and nothing to evict");
+    }
+    Status st = RemoveEntry(*victim, /*force=*/false, /*count_eviction=*/true);
+    if (!st.ok() && st.code() != ENOENT) return st;
+  }
+}
+
+Result<StagingSlot> ContentStore::BeginStaging(const std::string& path, uint64_t size) {
+  uint64_t need = EstimateAlloc(size);
+  if (capacity_ > 0 && need > capacity_) {
+    return Status::Error(
+        EFBIG, path + " (" + std::to_string(size) + " bytes) is larger than the cache capacity");
+  }
+  {
+    Shard& shard = ShardFor(path);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (shard.entries.count(path) || !shard.staging.insert(path).second) {
+      return Status::Error(EEXIST, path + " is already staged or staging");
+    }
+  }
+  StagingSlot slot;
+  slot.path = path;
+  Status st = MakeRoom(need, path);
+  if (!st.ok()) {
+    Shard& shard = ShardFor(path);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    shard.staging.erase(path);
+    return st;
+  }
+  slot.reserved = need;
+  slot.data_name = NewDataName(path);
+  slot.temp_path = dir_->tmp_dir() + "/" + slot.data_name.substr(3);
+  auto fd = env_->Open(slot.temp_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (!fd.ok()) {
+    Abort(&slot);
+    return fd.status();
+  }
+  slot.fd = *fd;
+  return slot;
+}
+
+void ContentStore::Abort(StagingSlot* slot) {
+  if (slot->fd >= 0) {
+    (void)env_->Close(slot->fd);
+    slot->fd = -1;
+  }
+  if (!slot->temp_path.empty()) {
+    (void)env_->Unlink(slot->temp_path);
+    slot->temp_path.clear();
+  }
+  if (slot->reserved > 0) {
+    std::lock_guard<std::mutex> lock(space_mu_);
+    reserved_bytes_ -= slot->reserved;
+    slot->reserved = 0;
+  }
+  if (!slot->path.empty()) {
+    Shard& shard = ShardFor(slot->path);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    shard.staging.erase(slot->path);
+    slot->path.clear();
+  }
+}
+
+Status ContentStore::Commit(StagingSlot* slot, const FileIdentity& identity) {
+  auto fail = [&](Status st) {
+    Abort(slot);
+    return st;
+  };
+  Status st = env_->Fsync(slot->fd);
+  if (!st.ok()) return fail(st.WithContext("stage " + slot->path));
+  struct stat sb;
+  st = env_->Fstat(slot->fd, &sb);
+  if (!st.ok()) return fail(st);
+  if (static_cast<uint64_t>(sb.st_size) != identity.size) {
+    return fail(Status::Error(EIO, "stage " + slot->path + ": copied " +
+                                       std::to_string(sb.st_size) + " bytes, expected " +
+                                       std::to_string(identity.size)));
+  }
+  st = env_->Close(slot->fd);
+  slot->fd = -1;
+  if (!st.ok()) return fail(st);
+  uint64_t alloc = AllocatedBytes(sb);
+  if (alloc > slot->reserved) {
+    // The filesystem allocated more than estimated: make room for the difference first, so
+    // the capacity holds at every instant.
+    st = MakeRoom(alloc - slot->reserved, slot->path);
+    if (!st.ok()) return fail(st);
+    slot->reserved = alloc;
+  }
+  std::string data_path = dir_->data_dir() + "/" + slot->data_name;
+  st = env_->Rename(slot->temp_path, data_path);
+  if (!st.ok()) return fail(st);
+  slot->temp_path.clear();
+  auto drop_published = [&](Status why) {
+    (void)env_->Unlink(data_path);
+    return fail(why);
+  };
+  st = env_->SyncDir(data_path.substr(0, data_path.rfind('/')));
+  if (!st.ok()) return drop_published(st);
+  Entry entry{slot->data_name, identity, alloc, static_cast<int64_t>(env_->NowRealtimeNanos()),
+              false};
+  CacheEntryRecord rec{entry.data_name, identity, alloc, entry.staged_at_ns, false};
+  st = index_->Put(IndexDb::kEntries, slot->path, EncodeCacheEntry(rec), /*sync=*/true);
+  if (!st.ok()) return drop_published(st);
+  {
+    std::lock_guard<std::mutex> lock(space_mu_);
+    reserved_bytes_ -= slot->reserved;
+    used_bytes_ += alloc;
+    slot->reserved = 0;
+  }
+  {
+    Shard& shard = ShardFor(slot->path);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    shard.staging.erase(slot->path);
+    shard.entries[slot->path] = std::move(entry);
+  }
+  files_.fetch_add(1);
+  policy_->OnInsert(slot->path, alloc);
+  slot->path.clear();
+  return Status::Ok();
+}
+
+Status ContentStore::RemoveEntry(const std::string& path, bool force, bool count_eviction) {
+  Entry removed;
+  {
+    Shard& shard = ShardFor(path);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.entries.find(path);
+    if (it == shard.entries.end()) return Status::Error(ENOENT, path + " is not staged");
+    if (it->second.pinned && !force) return Status::Error(EBUSY, path + " is pinned");
+    removed = std::move(it->second);
+    shard.entries.erase(it);
+  }
+  policy_->OnRemove(path);
+  // Index first: a crash between the two leaves an orphan data file, which recovery deletes.
+  Status st = index_->Delete(IndexDb::kEntries, path, /*sync=*/false);
+  Status unlink = env_->Unlink(dir_->data_dir() + "/" + removed.data_name);
+  {
+    std::lock_guard<std::mutex> lock(space_mu_);
+    used_bytes_ -= std::min(used_bytes_, removed.alloc_bytes);
+  }
+  files_.fetch_sub(1);
+  if (count_eviction) {
+    evictions_.fetch_add(1);
+    evicted_bytes_.fetch_add(removed.alloc_bytes);
+  }
+  if (!st.ok()) return st;
+  if (!unlink.ok() && unlink.code() != ENOENT) return unlink;
+  return Status::Ok();
+}
+
+Status ContentStore::Evict(const std::string& path, bool force) {
+  return RemoveEntry(path, force, /*count_eviction=*/true);
+}
+
+Status ContentStore::SetPinned(const std::string& path, bool pinned) {
+  CacheEntryRecord rec;
+  {
+    Shard& shard = ShardFor(path);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.entries.find(path);
+    if (it == shard.entries.end()) return Status::Error(ENOENT, path + " is not staged");
+    it->second.pinned = pinned;
+    rec = CacheEntryRecord{it->second.data_name, it->second.identity, it->second.alloc_bytes,
+                           it->second.staged_at_ns, pinned};
+  }
+  return index_->Put(IndexDb::kEntries, path, EncodeCacheEntry(rec), /*sync=*/true);
+}
+
+std::vector<std::string> ContentStore::Paths() {
+  std::vector<std::string> paths;
+  for (auto& shard : shards_) {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    for (const auto& [path, entry] : shard.entries) paths.push_back(path);
+  }
+  return paths;
+}
+
+ContentStoreStats ContentStore::stats() {
+  ContentStoreStats s;
+  {
+    std::lock_guard<std::mutex> lock(space_mu_);
+    s.used_bytes = used_bytes_;
+    s.reserved_bytes = reserved_bytes_;
+  }
+  s.files = files_.load();
+  s.capacity = capacity_;
+  s.evictions = evictions_.load();
+  s.evicted_bytes = evicted_bytes_.load();
+  return s;
+}
+
+}  // namespace clairfs

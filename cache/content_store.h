@@ -1,0 +1,185 @@
+// ContentStore: whole-file staged copies on node-local storage, indexed in RocksDB.
+//
+// Publish protocol (a copy is served only after every step succeeded):
+//   1. BeginStaging: reserve space (evicting if needed) and create CACHE/tmp/<name>
+//   2. the caller writes the bytes into the slot's fd
+//   3. Commit: fsync the file, close it, rename it into CACHE/data/<xx>/<name>, fsync that
+//      directory, then a synced index write recording the backing file's identity
+//   Abort (or any failure) unlinks the temp file and releases the reservation.
+// Recovery (on Open): CACHE/tmp is emptied, index entries whose data file is missing or of the
+// wrong size are dropped, data files with no index entry are deleted. So a crash at any instant
+// leaves a cache in which every entry names complete, durable bytes.
+//
+// Capacity: staged bytes are counted in allocated blocks (st_blocks) and never exceed `capacity`;
+// the device's free space is kept above `min_free`. A file larger than the capacity is refused
+// (ENOSPC) and stays served from the backing store.
+//
+// Threading: all methods are thread-safe. Find() (the open path) takes one shard mutex briefly and
+// does no I/O. Lock order: policy mutex -> shard mutex -> space mutex; no lock is held across I/O
+// except the space mutex around statvfs of the cache device.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cache/cache_dir.h"
+#include "cache/env.h"
+#include "cache/eviction_policy.h"
+#include "cache/index_db.h"
+#include "cache/node_attr.h"
+#include "planner/status.h"
+
+namespace clairfs {
+
+struct ContentStoreOptions {
+  uint64_t capacity = 0;  // bytes of allocated blocks; 0 = no bound but the device's
+  uint64_t min_free = 0;  // free bytes to keep on the cache device
+};
+
+// What recovery found and fixed (reported by `clairfs fsck` and logged at mount).
+struct RecoveryReport {
+  uint64_t entries = 0;          // valid entries kept
+  uint64_t bytes = 0;            // their allocated bytes
+  uint64_t temp_removed = 0;     // in-flight copies discarded
+  uint64_t entries_dropped = 0;  // index entries without (complete) data
+  uint64_t orphans_removed = 0;  // data files without an index entry
+};
+
+struct StagedCopy {
+  std::string data_path;  // absolute path of the published copy
+  FileIdentity identity;  // the backing file's identity when it was copied
+  uint64_t alloc_bytes = 0;
+  bool pinned = false;
+};
+
+struct ContentStoreStats {
+  uint64_t files = 0;
+  uint64_t used_bytes = 0;      // allocated bytes of published copies
+  uint64_t reserved_bytes = 0;  // space held by copies in flight
+  uint64_t capacity = 0;        // effective capacity (0 = unbounded)
+  uint64_t evictions = 0;
+  uint64_t evicted_bytes = 0;
+};
+
+// A copy in flight: owned by the stager between BeginStaging and Commit/Abort.
+struct StagingSlot {
+  std::string path;       // relative path in the dataset
+  std::string temp_path;  // CACHE/tmp/<name>
+  std::string data_name;  // <xx>/<name> under CACHE/data
+  int fd = -1;            // open for writing
+  uint64_t reserved = 0;  // bytes reserved
+};
+
+class ContentStore {
+ public:
+  // Opens the store on an acquired cache directory and runs recovery.
+  static Result<std::unique_ptr<ContentStore>> Open(CacheDir* dir, IndexDb* index, Env* env,
+                                                    const ContentStoreOptions& options,
+                                                    std::unique_ptr<EvictionPolicy> policy);
+  ~ContentStore();
+
+  const RecoveryReport& recovery() const { return recovery_; }
+
+  // The published copy of `path`, or nullopt. Counts as a use for eviction if `touch`.
+  std::optional<StagedCopy> Find(const std::string& path, bool touch = true);
+  bool Contains(const std::string& path);
+
+  // Reserves room for `size` bytes (evicting others) and opens a temp file. ENOSPC if the file
+  // cannot fit; EEXIST if `path` is already published or being staged.
+  Result<StagingSlot> BeginStaging(const std::string& path, uint64_t size);
+  // Makes the slot's bytes durable and publishes them as the copy of `identity`.
+  Status Commit(StagingSlot* slot, const FileIdentity& identity);
+  // Discards a slot (idempotent).
+  void Abort(StagingSlot* slot);
+
+  // Removes a published copy (no-op if absent). Pinned copies are evicted only if `force`.
+  Status Evict(const std::string& path, bool force = false);
+  Status SetPinned(const std::string& path, bool pinned);
+
+  // Drops every copy whose identity differs from `current(path)` (nullopt = file gone).
+  // Used at mount after a fresh listing. Returns the number dropped.
+  template <typename Fn>
+  Result<uint64_t> DropStale(Fn current);
+
+  // All published paths (for status listings and validation).
+  std::vector<std::string> Paths();
+  ContentStoreStats stats();
+  uint64_t capacity() const { return capacity_; }
+  EvictionPolicy* policy() { return policy_.get(); }
+
+ private:
+  struct Entry {
+    std::string data_name;
+    FileIdentity identity;
+    uint64_t alloc_bytes = 0;
+    int64_t staged_at_ns = 0;
+    bool pinned = false;
+  };
+  struct Shard {
+    std::mutex mu;  // guards entries and staging
+    std::unordered_map<std::string, Entry> entries;
+    std::unordered_set<std::string> staging;  // paths with a copy in flight
+  };
+  static constexpr size_t kShards = 16;
+
+  ContentStore(CacheDir* dir, IndexDb* index, Env* env, const ContentStoreOptions& options,
+               std::unique_ptr<EvictionPolicy> policy);
+  Shard& ShardFor(const std::string& path);
+  Status Recover();
+  // Evicts until `need` more bytes fit under capacity and min_free. Called without locks.
+  Status MakeRoom(uint64_t need, const std::string& for_path);
+  bool FitsLocked(uint64_t need, uint64_t device_free) const;
+  Status RemoveEntry(const std::string& path, bool force, bool count_eviction);
+  std::string NewDataName(const std::string& path);
+
+  CacheDir* dir_;
+  IndexDb* index_;
+  Env* env_;
+  ContentStoreOptions options_;
+  uint64_t capacity_;
+  std::unique_ptr<EvictionPolicy> policy_;
+  Shard shards_[kShards];
+  std::mutex space_mu_;  // guards used_bytes_, reserved_bytes_; taken after any shard mutex
+  uint64_t used_bytes_ = 0;
+  uint64_t reserved_bytes_ = 0;
+  std::atomic<uint64_t> files_{0};
+  std::atomic<uint64_t> evictions_{0};
+  std::atomic<uint64_t> evicted_bytes_{0};
+  std::atomic<uint64_t> next_generation_;
+  RecoveryReport recovery_;
+};
+
+// Encoding of index entries (CACHE/index, family "entries").
+struct CacheEntryRecord {
+  std::string data_name;
+  FileIdentity identity;
+  uint64_t alloc_bytes = 0;
+  int64_t staged_at_ns = 0;
+  bool pinned = false;
+};
+std::string EncodeCacheEntry(const CacheEntryRecord& record);
+Result<CacheEntryRecord> DecodeCacheEntry(std::string_view bytes);
+
+template <typename Fn>
+Result<uint64_t> ContentStore::DropStale(Fn current) {
+  uint64_t dropped = 0;
+  for (const std::string& path : Paths()) {
+    auto copy = Find(path, /*touch=*/false);
+    if (!copy) continue;
+    std::optional<FileIdentity> now = current(path);
+    if (now && *now == copy->identity) continue;
+    Status st = RemoveEntry(path, /*force=*/true, /*count_eviction=*/false);
+    if (!st.ok()) return st;
+    ++dropped;
+  }
+  return dropped;
+}
+
+}  // namespace clairfs

@@ -1,0 +1,135 @@
+// IndexDb: RocksDB setup with bounded memory and the status mapping (see index_db.h).
+#include "cache/index_db.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+
+namespace clairfs {
+namespace {
+
+const char* const kFamilyNames[IndexDb::kFamilyCount] = {rocksdb::kDefaultColumnFamilyName.c_str(),
+                                                         "names", "inodes", "entries", "heat"};
+
+rocksdb::ColumnFamilyOptions FamilyOptions(const std::shared_ptr<rocksdb::Cache>& block_cache) {
+  rocksdb::ColumnFamilyOptions options;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = block_cache;  // one bounded cache shared by all families
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.cache_index_and_filter_blocks = true;  // keeps index memory inside the bounded cache
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  options.write_buffer_size = 16 << 20;
+  options.max_write_buffer_number = 2;
+  options.compression = rocksdb::kNoCompression;
+  return options;
+}
+
+}  // namespace
+
+Status IndexDb::FromRocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return Status::Ok();
+  int code = EIO;
+  if (s.IsNotFound())
+    code = ENOENT;
+  else if (s.IsNoSpace())
+    code = ENOSPC;
+  else if (s.IsBusy() || s.IsTryAgain())
+    code = EBUSY;
+  else if (s.IsCorruption())
+    code = EUCLEAN;
+  else if (s.IsInvalidArgument())
+    code = EINVAL;
+  return Status::Error(code, std::string(what) + ": " + s.ToString());
+}
+
+Result<std::unique_ptr<IndexDb>> IndexDb::Open(const std::string& dir) {
+  auto block_cache = rocksdb::NewLRUCache(32 << 20);
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.max_open_files = 256;  // bounded fds whatever the index size
+  db_options.max_background_jobs = 2;
+  db_options.keep_log_file_num = 3;
+  db_options.info_log_level = rocksdb::WARN_LEVEL;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const char* name : kFamilyNames) {
+    families.emplace_back(name, FamilyOptions(block_cache));
+  }
+  auto index = std::unique_ptr<IndexDb>(new IndexDb());
+  index->dir_ = dir;
+  index->block_cache_ = block_cache;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &index->handles_, &raw);
+  if (!s.ok()) return FromRocks(s, "open index " + dir);
+  index->db_.reset(raw);
+  return index;
+}
+
+IndexDb::~IndexDb() {
+  if (db_) {
+    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+    db_->Close();
+  }
+}
+
+Result<std::optional<std::string>> IndexDb::Get(Family family, std::string_view key) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[family],
+                               rocksdb::Slice(key.data(), key.size()), &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return FromRocks(s, "index read");
+  return std::optional<std::string>(std::move(value));
+}
+
+Status IndexDb::Put(Family family, std::string_view key, std::string_view value, bool sync) {
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  return FromRocks(db_->Put(wo, handles_[family], rocksdb::Slice(key.data(), key.size()),
+                            rocksdb::Slice(value.data(), value.size())),
+                   "index write");
+}
+
+Status IndexDb::Delete(Family family, std::string_view key, bool sync) {
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  return FromRocks(db_->Delete(wo, handles_[family], rocksdb::Slice(key.data(), key.size())),
+                   "index delete");
+}
+
+Status IndexDb::Write(rocksdb::WriteBatch* batch, bool sync, bool unlogged) {
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  wo.disableWAL = unlogged;
+  return FromRocks(db_->Write(wo, batch), "index write");
+}
+
+std::unique_ptr<rocksdb::Iterator> IndexDb::NewIterator(Family family) const {
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(ro, handles_[family]));
+}
+
+Status IndexDb::ResetManifest() {
+  for (Family family : {kNames, kInodes}) {
+    std::string name = kFamilyNames[family];
+    auto* old = handles_[family];
+    CLAIRFS_RETURN_IF_ERROR(FromRocks(db_->DropColumnFamily(old), "drop " + name));
+    db_->DestroyColumnFamilyHandle(old);
+    handles_[family] = nullptr;
+    rocksdb::ColumnFamilyHandle* fresh = nullptr;
+    auto options = FamilyOptions(block_cache_);
+    CLAIRFS_RETURN_IF_ERROR(
+        FromRocks(db_->CreateColumnFamily(options, name, &fresh), "create " + name));
+    handles_[family] = fresh;
+  }
+  return Status::Ok();
+}
+
+Status IndexDb::Flush() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return FromRocks(db_->Flush(fo, handles_), "index flush");
+}
+
+}  // namespace clairfs

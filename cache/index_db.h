@@ -1,0 +1,62 @@
+// IndexDb: the RocksDB database under CACHE/index, with one column family per kind of record.
+//
+//   default   metadata: format version, backing root, manifest state
+//   names     manifest: "<parent path>\0<name>" -> NodeRecord (see manifest.h); root is ""
+//   inodes    manifest: big-endian inode number -> names key
+//   entries   staged copies: relative path -> CacheEntry (see cache_entry.h)
+//   heat      per-path heat imported from Darshan logs
+//
+// RocksDB statuses become clairfs Status values here and nowhere else. Thread-safe (RocksDB is);
+// ResetManifest() must not race with readers of the manifest column families.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "planner/status.h"
+
+namespace clairfs {
+
+class IndexDb {
+ public:
+  enum Family { kMeta = 0, kNames, kInodes, kEntries, kHeat, kFamilyCount };
+
+  static Result<std::unique_ptr<IndexDb>> Open(const std::string& dir);
+  ~IndexDb();
+  IndexDb(const IndexDb&) = delete;
+  IndexDb& operator=(const IndexDb&) = delete;
+
+  // The value, std::nullopt if absent, or an error.
+  Result<std::optional<std::string>> Get(Family family, std::string_view key) const;
+  Status Put(Family family, std::string_view key, std::string_view value, bool sync);
+  Status Delete(Family family, std::string_view key, bool sync);
+  // sync: fsync the log before returning. unlogged: skip the write-ahead log (bulk loads that
+  // are made durable by Flush()).
+  Status Write(rocksdb::WriteBatch* batch, bool sync, bool unlogged = false);
+  // An iterator over one family (caller deletes).
+  std::unique_ptr<rocksdb::Iterator> NewIterator(Family family) const;
+  rocksdb::ColumnFamilyHandle* handle(Family family) const { return handles_[family]; }
+
+  // Empties the manifest families (names, inodes) for a rescan.
+  Status ResetManifest();
+  // Flushes memtables of every family to SST files (after unlogged bulk loads).
+  Status Flush();
+
+  // Maps a RocksDB status to a clairfs Status naming `what`.
+  static Status FromRocks(const rocksdb::Status& s, std::string_view what);
+
+ private:
+  IndexDb() = default;
+  std::string dir_;
+  std::shared_ptr<rocksdb::Cache> block_cache_;  // bounded, shared by every family
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+};
+
+}  // namespace clairfs

@@ -1,0 +1,260 @@
+// Manifest: parallel listing into the index and the namespace queries (see manifest.h).
+#include "cache/manifest.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "planner/log.h"
+
+namespace clairfs {
+namespace {
+
+constexpr char kManifestStateKey[] = "manifest_state";
+constexpr char kBackingRootKey[] = "backing_root";
+
+std::string ChildPath(std::string_view parent, std::string_view name) {
+  if (parent.empty()) return std::string(name);
+  std::string p(parent);
+  p += '/';
+  p += name;
+  return p;
+}
+
+std::string ChildKey(std::string_view parent_path, std::string_view name) {
+  std::string key(parent_path);
+  key += '\0';
+  key += name;
+  return key;
+}
+
+// Shared state of one parallel listing: a queue of directories and the totals.
+struct ScanState {
+  std::mutex mu;  // guards queue, busy, failed, status
+  std::condition_variable cv;
+  std::deque<std::string> queue;  // relative paths of directories still to list
+  int busy = 0;                   // workers listing a directory now
+  Status status;                  // first fatal error
+  std::atomic<uint64_t> next_ino{kRootIno + 1};
+  std::atomic<uint64_t> files{0}, dirs{1}, others{0}, bytes{0}, unreadable{0};
+};
+
+Status ListOneDir(const std::string& root, const std::string& rel, IndexDb* index, Env* env,
+                  ScanState* state, std::vector<std::string>* subdirs) {
+  std::string abs = rel.empty() ? root : root + "/" + rel;
+  std::vector<DirEntry> entries;
+  Status st = env->ListDir(abs, &entries);
+  if (!st.ok()) {
+    // An unreadable directory is shown empty rather than failing the whole mount.
+    Log(LogLevel::kWarn, "cannot list %s: %s (shown empty)", abs.c_str(), st.message().c_str());
+    state->unreadable.fetch_add(1);
+    return Status::Ok();
+  }
+  rocksdb::WriteBatch batch;
+  for (const auto& e : entries) {
+    std::string child_abs = abs + "/" + e.name;
+    struct stat sb;
+    Status ls = env->Lstat(child_abs, &sb);
+    if (!ls.ok()) {
+      if (ls.code() == ENOENT) continue;  // vanished while listing
+      Log(LogLevel::kWarn, "cannot stat %s: %s (left out)", child_abs.c_str(),
+          ls.message().c_str());
+      continue;
+    }
+    uint64_t ino = state->next_ino.fetch_add(1);
+    NodeAttr attr = NodeAttr::FromStat(sb, ino);
+    if (S_ISLNK(sb.st_mode)) {
+      char target[4096];
+      ssize_t n = readlink(child_abs.c_str(), target, sizeof(target));
+      if (n > 0) attr.link_target.assign(target, static_cast<size_t>(n));
+      state->others.fetch_add(1);
+    } else if (S_ISDIR(sb.st_mode)) {
+      state->dirs.fetch_add(1);
+      subdirs->push_back(ChildPath(rel, e.name));
+    } else if (S_ISREG(sb.st_mode)) {
+      state->files.fetch_add(1);
+      state->bytes.fetch_add(static_cast<uint64_t>(sb.st_size));
+    } else {
+      state->others.fetch_add(1);
+    }
+    std::string key = ChildKey(rel, e.name);
+    batch.Put(index->handle(IndexDb::kNames), key, EncodeNodeAttr(attr));
+    batch.Put(index->handle(IndexDb::kInodes), BigEndian64(ino), key);
+  }
+  // A bulk load: made durable by the Flush at the end of the scan, before it is marked complete.
+  return index->Write(&batch, /*sync=*/false, /*unlogged=*/true);
+}
+
+}  // namespace
+
+std::string Manifest::KeyForPath(std::string_view path) {
+  if (path.empty()) return "";
+  size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ChildKey("", path);
+  return ChildKey(path.substr(0, slash), path.substr(slash + 1));
+}
+
+std::string Manifest::PathForKey(std::string_view key) {
+  size_t nul = key.find('\0');
+  if (nul == std::string_view::npos) return std::string(key);
+  return ChildPath(key.substr(0, nul), key.substr(nul + 1));
+}
+
+Status Manifest::Rescan(const std::string& root, int threads, Env* env) {
+  auto start = std::chrono::steady_clock::now();
+  CLAIRFS_RETURN_IF_ERROR(index_->Delete(IndexDb::kMeta, kManifestStateKey, true));
+  CLAIRFS_RETURN_IF_ERROR(index_->ResetManifest());
+  struct stat root_st;
+  CLAIRFS_RETURN_IF_ERROR(env->Lstat(root, &root_st));
+  NodeAttr root_attr = NodeAttr::FromStat(root_st, kRootIno);
+  rocksdb::WriteBatch root_batch;
+  root_batch.Put(index_->handle(IndexDb::kNames), "", EncodeNodeAttr(root_attr));
+  root_batch.Put(index_->handle(IndexDb::kInodes), BigEndian64(kRootIno), "");
+  CLAIRFS_RETURN_IF_ERROR(index_->Write(&root_batch, false, true));
+
+  ScanState state;
+  state.queue.push_back("");
+  auto worker = [&]() {
+    std::unique_lock<std::mutex> lock(state.mu);
+    for (;;) {
+      state.cv.wait(lock, [&] { return !state.queue.empty() || state.busy == 0; });
+      if (state.queue.empty() || !state.status.ok()) {
+        state.cv.notify_all();
+        return;
+      }
+      std::string rel = std::move(state.queue.front());
+      state.queue.pop_front();
+      ++state.busy;
+      lock.unlock();
+      std::vector<std::string> subdirs;
+      Status st = ListOneDir(root, rel, index_, env, &state, &subdirs);
+      lock.lock();
+      --state.busy;
+      if (!st.ok() && state.status.ok()) state.status = st;
+      for (auto& d : subdirs) state.queue.push_back(std::move(d));
+      state.cv.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < std::max(1, threads); ++i) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  CLAIRFS_RETURN_IF_ERROR(state.status);
+  CLAIRFS_RETURN_IF_ERROR(index_->Flush());
+
+  summary_.files = state.files.load();
+  summary_.dirs = state.dirs.load();
+  summary_.others = state.others.load();
+  summary_.bytes = state.bytes.load();
+  summary_.unreadable_dirs = state.unreadable.load();
+  summary_.scan_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string meta = std::to_string(summary_.files) + " " + std::to_string(summary_.dirs) + " " +
+                     std::to_string(summary_.others) + " " + std::to_string(summary_.bytes);
+  CLAIRFS_RETURN_IF_ERROR(index_->Put(IndexDb::kMeta, kBackingRootKey, root, true));
+  return index_->Put(IndexDb::kMeta, kManifestStateKey, meta, true);
+}
+
+Status Manifest::UseStored(const std::string& root) {
+  auto state = index_->Get(IndexDb::kMeta, kManifestStateKey);
+  if (!state.ok()) return state.status();
+  auto stored_root = index_->Get(IndexDb::kMeta, kBackingRootKey);
+  if (!stored_root.ok()) return stored_root.status();
+  if (!state->has_value()) {
+    return Status::Error(ENOENT,
+                         "--manifest reuse: this cache holds no complete manifest; mount once "
+                         "with --manifest rescan");
+  }
+  if (!stored_root->has_value() || **stored_root != root) {
+    return Status::Error(EINVAL, "--manifest reuse: the stored manifest lists " +
+                                     stored_root->value_or("?") + ", not " + root);
+  }
+  unsigned long long files = 0, dirs = 0, others = 0, bytes = 0;
+  if (sscanf((*state)->c_str(), "%llu %llu %llu %llu", &files, &dirs, &others, &bytes) != 4) {
+    return Status::Error(EUCLEAN, "--manifest reuse: corrupt manifest state record");
+  }
+  summary_ = ManifestSummary{files, dirs, others, bytes, 0, 0};
+  return Status::Ok();
+}
+
+Result<std::optional<std::string>> Manifest::PathOf(uint64_t ino) const {
+  auto key = index_->Get(IndexDb::kInodes, BigEndian64(ino));
+  if (!key.ok()) return key.status();
+  if (!key->has_value()) return std::optional<std::string>();
+  return std::optional<std::string>(**key);  // the names key
+}
+
+Result<std::optional<ManifestNode>> Manifest::Get(uint64_t ino) const {
+  auto key = PathOf(ino);
+  if (!key.ok()) return key.status();
+  if (!key->has_value()) return std::optional<ManifestNode>();
+  auto value = index_->Get(IndexDb::kNames, **key);
+  if (!value.ok()) return value.status();
+  if (!value->has_value()) return std::optional<ManifestNode>();
+  auto attr = DecodeNodeAttr(**value);
+  if (!attr.ok()) return attr.status();
+  return std::optional<ManifestNode>(ManifestNode{PathForKey(**key), std::move(*attr)});
+}
+
+Result<std::optional<ManifestNode>> Manifest::GetByPath(std::string_view path) const {
+  std::string key = KeyForPath(path);
+  auto value = index_->Get(IndexDb::kNames, key);
+  if (!value.ok()) return value.status();
+  if (!value->has_value()) return std::optional<ManifestNode>();
+  auto attr = DecodeNodeAttr(**value);
+  if (!attr.ok()) return attr.status();
+  return std::optional<ManifestNode>(ManifestNode{std::string(path), std::move(*attr)});
+}
+
+Result<std::optional<ManifestNode>> Manifest::Lookup(uint64_t parent, std::string_view name) const {
+  auto parent_key = PathOf(parent);
+  if (!parent_key.ok()) return parent_key.status();
+  if (!parent_key->has_value()) return std::optional<ManifestNode>();
+  std::string parent_path = PathForKey(**parent_key);
+  std::string key = ChildKey(parent_path, name);
+  auto value = index_->Get(IndexDb::kNames, key);
+  if (!value.ok()) return value.status();
+  if (!value->has_value()) return std::optional<ManifestNode>();
+  auto attr = DecodeNodeAttr(**value);
+  if (!attr.ok()) return attr.status();
+  return std::optional<ManifestNode>(ManifestNode{ChildPath(parent_path, name), std::move(*attr)});
+}
+
+Status Manifest::List(uint64_t dir_ino, std::vector<ManifestChild>* children) const {
+  children->clear();
+  auto key = PathOf(dir_ino);
+  if (!key.ok()) return key.status();
+  if (!key->has_value()) return Status::Error(ENOENT, "no such directory");
+  std::string prefix = PathForKey(**key);
+  prefix += '\0';
+  auto it = index_->NewIterator(IndexDb::kNames);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    auto attr = DecodeNodeAttr(std::string_view(it->value().data(), it->value().size()));
+    if (!attr.ok()) return attr.status();
+    std::string_view k(it->key().data(), it->key().size());
+    children->push_back(ManifestChild{std::string(k.substr(prefix.size())), std::move(*attr)});
+  }
+  return IndexDb::FromRocks(it->status(), "list manifest");
+}
+
+Status Manifest::Update(const ManifestNode& node) {
+  return index_->Put(IndexDb::kNames, KeyForPath(node.path), EncodeNodeAttr(node.attr), false);
+}
+
+Status Manifest::ForEachFile(
+    const std::function<bool(const std::string&, const NodeAttr&)>& fn) const {
+  auto it = index_->NewIterator(IndexDb::kNames);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto attr = DecodeNodeAttr(std::string_view(it->value().data(), it->value().size()));
+    if (!attr.ok()) return attr.status();
+    if (!attr->is_reg()) continue;
+    if (!fn(PathForKey(std::string_view(it->key().data(), it->key().size())), *attr)) break;
+  }
+  return IndexDb::FromRocks(it->status(), "iterate manifest");
+}
+
+}  // namespace clairfs

@@ -1,0 +1,80 @@
+// Manifest: the namespace of the backing tree, listed once at mount and kept in the index.
+//
+// Every backing entry gets a clairfs inode number at listing time (1 = root). Records live in two
+// index families: names ("<parent path>\0<name>" -> NodeAttr) and inodes (ino -> names key), so a
+// lookup is one index read and getattr two, with no backing-store call and no per-file memory in
+// the daemon: a multi-million-file manifest costs RocksDB's bounded caches, not RAM per entry.
+//
+// Rescan() replaces the stored manifest by a fresh parallel listing (several threads, one
+// directory each at a time). UseStored() serves a previous listing as is (--manifest reuse): it
+// asserts the dataset has not changed. Queries are thread-safe; Rescan/UseStored run before any
+// query. Paths are relative to the backing root, "" for the root, '/'-separated.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/env.h"
+#include "cache/index_db.h"
+#include "cache/node_attr.h"
+#include "planner/status.h"
+
+namespace clairfs {
+
+constexpr uint64_t kRootIno = 1;
+
+struct ManifestNode {
+  std::string path;  // relative to the backing root; "" for the root
+  NodeAttr attr;
+};
+
+struct ManifestChild {
+  std::string name;
+  NodeAttr attr;
+};
+
+struct ManifestSummary {
+  uint64_t files = 0;   // regular files
+  uint64_t dirs = 0;    // directories, root included
+  uint64_t others = 0;  // symlinks and special files
+  uint64_t bytes = 0;   // total size of regular files
+  uint64_t unreadable_dirs = 0;
+  double scan_seconds = 0;
+};
+
+class Manifest {
+ public:
+  explicit Manifest(IndexDb* index) : index_(index) {}
+
+  // Lists `backing_root` with `threads` threads into the index, replacing what was there.
+  Status Rescan(const std::string& backing_root, int threads, Env* env);
+  // Uses the stored manifest; fails if none is complete or it belongs to another backing root.
+  Status UseStored(const std::string& backing_root);
+
+  const ManifestSummary& summary() const { return summary_; }
+
+  Result<std::optional<ManifestNode>> Lookup(uint64_t parent_ino, std::string_view name) const;
+  Result<std::optional<ManifestNode>> Get(uint64_t ino) const;
+  Result<std::optional<ManifestNode>> GetByPath(std::string_view path) const;
+  // The children of a directory, in byte order of their names.
+  Status List(uint64_t dir_ino, std::vector<ManifestChild>* children) const;
+  // Replaces the attributes of an existing node (after revalidation found it changed).
+  Status Update(const ManifestNode& node);
+  // Calls `fn(path, attr)` for every regular file, in key order; stops early if fn returns false.
+  Status ForEachFile(const std::function<bool(const std::string&, const NodeAttr&)>& fn) const;
+
+  // "<parent path>\0<name>" for a relative path; "" for the root.
+  static std::string KeyForPath(std::string_view path);
+  static std::string PathForKey(std::string_view key);
+
+ private:
+  Result<std::optional<std::string>> PathOf(uint64_t ino) const;
+  IndexDb* index_;
+  ManifestSummary summary_;
+};
+
+}  // namespace clairfs

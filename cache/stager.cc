@@ -1,0 +1,262 @@
+// Stager: priority queue, worker threads, token bucket and the copy step (see stager.h).
+#include "cache/stager.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+
+#include "planner/log.h"
+
+namespace clairfs {
+
+Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
+    : options_(options), store_(store), env_(env) {
+  last_refill_ns_ = env_->NowMonotonicNanos();
+  for (int i = 0; i < std::max(1, options_.threads); ++i) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
+}
+
+Stager::~Stager() { Shutdown(); }
+
+bool Stager::Enqueue(const std::string& path, const FileIdentity& identity, StagePriority priority,
+                     Callback done) {
+  if (store_->Contains(path)) {
+    if (done) done(StageOutcome{path, Status::Ok()});
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) {
+    if (done) done(StageOutcome{path, Status::Error(ESHUTDOWN, "the mount is going away")});
+    return false;
+  }
+  if (auto flight = in_flight_.find(path); flight != in_flight_.end()) {
+    if (done) flight->second.push_back(std::move(done));
+    return false;
+  }
+  if (auto p = pending_.find(path); p != pending_.end()) {
+    auto node = queue_.extract(p->second);
+    if (done) node.mapped().callbacks.push_back(std::move(done));
+    if (static_cast<int>(priority) > static_cast<int>(node.mapped().priority)) {
+      node.mapped().priority = priority;
+      node.key() = QueueKey{-static_cast<int>(priority), node.key().second};
+    }
+    p->second = node.key();
+    queue_.insert(std::move(node));
+    return false;
+  }
+  QueueKey key{-static_cast<int>(priority), seq_++};
+  Request request{path, identity, priority, key.second, {}};
+  if (done) request.callbacks.push_back(std::move(done));
+  queue_.emplace(key, std::move(request));
+  pending_.emplace(path, key);
+  work_cv_.notify_one();
+  return true;
+}
+
+void Stager::Cancel(const std::string& path) {
+  std::vector<Callback> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto p = pending_.find(path);
+    if (p == pending_.end()) return;
+    callbacks = std::move(queue_[p->second].callbacks);
+    queue_.erase(p->second);
+    pending_.erase(p);
+    if (queue_.empty() && in_flight_.empty()) idle_cv_.notify_all();
+  }
+  for (auto& cb : callbacks) cb(StageOutcome{path, Status::Error(ECANCELED, "cancelled")});
+}
+
+void Stager::Shutdown() {
+  std::vector<Request> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && workers_.empty()) return;
+    stopping_ = true;
+    for (auto& [key, request] : queue_) dropped.push_back(std::move(request));
+    queue_.clear();
+    pending_.clear();
+    work_cv_.notify_all();
+  }
+  for (auto& r : dropped) {
+    for (auto& cb : r.callbacks) {
+      cb(StageOutcome{r.path, Status::Error(ESHUTDOWN, "the mount is going away")});
+    }
+  }
+  for (auto& t : workers_) {
+    if (t.joinable()) t.join();
+  }
+  workers_.clear();
+  idle_cv_.notify_all();
+}
+
+void Stager::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return (queue_.empty() && in_flight_.empty()) || stopping_; });
+}
+
+StagerStats Stager::stats() {
+  StagerStats s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.queued = queue_.size();
+    s.in_flight = in_flight_.size();
+  }
+  s.files_staged = files_staged_.load();
+  s.bytes_staged = bytes_staged_.load();
+  s.failures = failures_.load();
+  s.skipped = skipped_.load();
+  return s;
+}
+
+void Stager::WorkerLoop() {
+  for (;;) {
+    Request request;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      auto first = queue_.begin();
+      request = std::move(first->second);
+      queue_.erase(first);
+      pending_.erase(request.path);
+      in_flight_[request.path] = std::move(request.callbacks);
+    }
+    Status st = CopyOne(request);
+    std::vector<Callback> callbacks;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      callbacks = std::move(in_flight_[request.path]);
+      in_flight_.erase(request.path);
+      if (queue_.empty() && in_flight_.empty()) idle_cv_.notify_all();
+    }
+    for (auto& cb : callbacks) cb(StageOutcome{request.path, st});
+  }
+}
+
+void Stager::Throttle(size_t bytes) {
+  if (options_.bandwidth == 0) return;
+  const double rate = static_cast<double>(options_.bandwidth);
+  const double burst = std::max(rate / 10, static_cast<double>(options_.chunk_size));
+  for (;;) {
+    uint64_t wait_ns = 0;
+    {
+      std::lock_guard<std::mutex> lock(bucket_mu_);
+      uint64_t now = env_->NowMonotonicNanos();
+      tokens_ = std::min(burst, tokens_ + rate * static_cast<double>(now - last_refill_ns_) / 1e9);
+      last_refill_ns_ = now;
+      if (tokens_ >= static_cast<double>(bytes) || tokens_ >= burst) {
+        tokens_ -= static_cast<double>(bytes);  // may go negative for a chunk larger than burst
+        return;
+      }
+      wait_ns = static_cast<uint64_t>((static_cast<double>(bytes) - tokens_) / rate * 1e9);
+    }
+    // A staging worker sleeping here never holds up a reader: readers do not wait for staging.
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(wait_ns, 50000000)));
+  }
+}
+
+Status Stager::CopyOne(const Request& request) {
+  const std::string source = options_.backing_root + "/" + request.path;
+  auto skip = [&](Status why) {
+    skipped_.fetch_add(1);
+    Log(LogLevel::kDebug, "not staging %s: %s", request.path.c_str(), why.message().c_str());
+    return why;
+  };
+  auto src = env_->Open(source, O_RDONLY | O_NOFOLLOW);
+  if (!src.ok()) return skip(src.status());
+  struct fd_closer {
+    Env* env;
+    int fd;
+    ~fd_closer() { (void)env->Close(fd); }
+  } closer{env_, *src};
+  struct stat before;
+  Status st = env_->Fstat(*src, &before);
+  if (!st.ok()) return skip(st);
+  if (!S_ISREG(before.st_mode)) return skip(Status::Error(EINVAL, "not a regular file"));
+  if (IdentityOf(before) != request.identity) {
+    return skip(Status::Error(ESTALE, "backing file changed since it was listed"));
+  }
+  auto slot = store_->BeginStaging(request.path, request.identity.size);
+  if (!slot.ok()) {
+    if (slot.status().code() == EEXIST) return Status::Ok();
+    if (slot.status().code() == EFBIG) return skip(slot.status());
+    failures_.fetch_add(1);
+    LogOnce("stage-begin-" + std::to_string(slot.status().code()), LogLevel::kWarn,
+            "staging %s failed: %s (files stay served from the backing store; logged once)",
+            request.path.c_str(), slot.status().message().c_str());
+    return slot.status();
+  }
+  std::unique_ptr<char[]> buffer(new char[options_.chunk_size]);
+  uint64_t offset = 0;
+  Status copy_status;
+  bool cache_side_error = false;
+  while (offset < request.identity.size) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        copy_status = Status::Error(ESHUTDOWN, "the mount is going away");
+        break;
+      }
+    }
+    size_t want = static_cast<size_t>(
+        std::min<uint64_t>(options_.chunk_size, request.identity.size - offset));
+    Throttle(want);
+    auto n = env_->Pread(*src, buffer.get(), want, static_cast<off_t>(offset));
+    if (!n.ok()) {
+      copy_status = n.status().WithContext("read " + source);
+      break;
+    }
+    if (*n == 0) {
+      copy_status = Status::Error(ESTALE, "backing file shrank while staging");
+      break;
+    }
+    Status w = env_->PwriteAll(slot->fd, buffer.get(), *n, static_cast<off_t>(offset));
+    if (!w.ok()) {
+      copy_status = w.WithContext("write to cache");
+      cache_side_error = true;
+      break;
+    }
+    offset += *n;
+  }
+  if (copy_status.ok()) {
+    struct stat after;
+    copy_status = env_->Fstat(*src, &after);
+    if (copy_status.ok() && IdentityOf(after) != request.identity) {
+      copy_status = Status::Error(ESTALE, "backing file changed while staging");
+    }
+  }
+  if (!copy_status.ok()) {
+    store_->Abort(&*slot);
+    if (copy_status.code() == ESTALE || copy_status.code() == ESHUTDOWN) {
+      return skip(copy_status);
+    }
+    failures_.fetch_add(1);
+    if (cache_side_error) {
+      LogOnce("stage-write-" + std::to_string(copy_status.code()), LogLevel::kWarn,
+              "staging %s failed: %s (copy dropped; logged once)", request.path.c_str(),
+              copy_status.message().c_str());
+    } else {
+      Log(LogLevel::kWarn, "staging %s failed: %s", request.path.c_str(),
+          copy_status.message().c_str());
+    }
+    return copy_status;
+  }
+  st = store_->Commit(&*slot, request.identity);
+  if (!st.ok()) {
+    failures_.fetch_add(1);
+    LogOnce("stage-commit-" + std::to_string(st.code()), LogLevel::kWarn,
+            "publishing %s failed: %s (copy dropped; logged once)", request.path.c_str(),
+            st.message().c_str());
+    return st;
+  }
+  files_staged_.fetch_add(1);
+  bytes_staged_.fetch_add(request.identity.size);
+  return Status::Ok();
+}
+
+}  // namespace clairfs
