@@ -89,6 +89,14 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     auto bw = ParseBandwidthMBps(value);
     if (!bw.ok()) return bw.status().WithContext("option " + key);
     o->stage_bandwidth = *bw;
+  } else if (k == "read_mode") {
+    if (value != "pread" && value != "splice") {
+      return Status::Invalid("option read_mode=" + value + ": expected pread or splice");
+    }
+    o->read_mode = value;
+  } else if (k == "log_file") {
+    if (!has_value || value.empty()) return need_value();
+    o->log_file = value;
   } else if (k == "allow_other") {
     o->allow_other = true;
   } else if (k == "suid") {

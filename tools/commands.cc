@@ -4,7 +4,11 @@
 namespace clairfs::cli {
 
 void RegisterAllCommands(CLI::App& app) {
-  static const RegisterFn kCommands[] = {};
+  static const RegisterFn kCommands[] = {
+      RegisterMount,
+      RegisterUmount,
+      RegisterStatus,
+  };
   for (RegisterFn fn : kCommands) fn(app);
 }
 

@@ -1,0 +1,32 @@
+// MountCounters: per-mount totals of what reached the daemon.
+//
+// Counters see the requests the kernel sends: reads the kernel page cache serves never reach the
+// daemon, so "bytes from cache" means bytes the daemon read from a staged copy. A hit is an open
+// of a file whose copy was already published in the local cache. Relaxed atomics, each on its own
+// cache line, so readers on different cores do not contend on one line or any lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace clairfs {
+
+struct alignas(64) PaddedCounter {
+  std::atomic<uint64_t> value{0};
+  void Add(uint64_t n) { value.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t Get() const { return value.load(std::memory_order_relaxed); }
+};
+
+struct MountCounters {
+  PaddedCounter opens;
+  PaddedCounter hits;
+  PaddedCounter misses;
+  PaddedCounter reads;
+  PaddedCounter bytes_from_cache;
+  PaddedCounter bytes_from_backing;
+  PaddedCounter backing_errors;  // backing-store errors returned to readers (as EIO etc.)
+  PaddedCounter stale_detected;  // files found changed at open (--revalidate open)
+  PaddedCounter lookups;
+};
+
+}  // namespace clairfs

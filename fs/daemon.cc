@@ -1,0 +1,385 @@
+// The mount daemon: preflight checks, fork with a readiness pipe, startup, serving, teardown
+// (see daemon.h).
+#include "fs/daemon.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cache/cache_dir.h"
+#include "cache/content_store.h"
+#include "cache/index_db.h"
+#include "cache/manifest.h"
+#include "cache/stager.h"
+#include "fs/control_server.h"
+#include "fs/filesystem.h"
+#include "fs/fuse_adapter.h"
+#include "fs/status_report.h"
+#include "planner/log.h"
+#include "planner/units.h"
+
+namespace clairfs {
+namespace {
+
+std::string Canonical(const std::string& path) {
+  char* real = realpath(path.c_str(), nullptr);
+  if (real == nullptr) return "";
+  std::string out(real);
+  free(real);
+  return out;
+}
+
+bool IsInside(const std::string& inner, const std::string& outer) {
+  return inner == outer || (outer == "/" ? true : inner.rfind(outer + "/", 0) == 0);
+}
+
+std::string UnescapeMountinfo(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      out.push_back(
+          static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// Startup failures that the parent prints as one line.
+struct Preflight {
+  std::string backing;
+  std::string mountpoint;
+  std::string cache;
+};
+
+Result<Preflight> CheckPaths(const MountOptions& o) {
+  Preflight p;
+  struct stat st;
+  if (stat(o.backing.c_str(), &st) != 0) {
+    return Status::FromErrno(errno, "backing directory " + o.backing);
+  }
+  if (!S_ISDIR(st.st_mode))
+    return Status::Error(ENOTDIR, "backing " + o.backing + " is not a directory");
+  if (access(o.backing.c_str(), R_OK | X_OK) != 0) {
+    return Status::FromErrno(errno, "backing directory " + o.backing + " is not readable");
+  }
+  p.backing = Canonical(o.backing);
+
+  // A dead daemon's mount answers ENOTCONN to anything the kernel cannot serve from its caches;
+  // statfs always reaches the daemon, so it tells a stale mount from a live one.
+  struct statvfs vfs;
+  if (statvfs(o.mountpoint.c_str(), &vfs) != 0 && errno == ENOTCONN) {
+    if (ClearStaleMount(o.mountpoint)) {
+      Log(LogLevel::kInfo, "cleared a stale mount on %s left by a dead daemon",
+          o.mountpoint.c_str());
+    }
+  }
+  if (stat(o.mountpoint.c_str(), &st) != 0) {
+    return Status::FromErrno(errno, "mountpoint " + o.mountpoint);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::Error(ENOTDIR, "mountpoint " + o.mountpoint + " is not a directory");
+  }
+  p.mountpoint = Canonical(o.mountpoint);
+  if (IsMountpoint(p.mountpoint)) {
+    return Status::Error(
+        EBUSY, "mountpoint " + p.mountpoint + " is busy: something is already mounted there");
+  }
+  std::vector<DirEntry> entries;
+  Status ls = Env::Default()->ListDir(p.mountpoint, &entries);
+  if (!ls.ok()) return ls;
+  if (!entries.empty()) {
+    return Status::Error(ENOTEMPTY, "mountpoint " + p.mountpoint + " is not empty");
+  }
+  if (IsInside(p.mountpoint, p.backing) || IsInside(p.backing, p.mountpoint)) {
+    return Status::Error(EINVAL, "backing " + p.backing + " and mountpoint " + p.mountpoint +
+                                     " must not be inside one another");
+  }
+  if (mkdir(o.cache_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "cache directory " + o.cache_dir);
+  }
+  p.cache = Canonical(o.cache_dir);
+  if (p.cache.empty()) return Status::FromErrno(errno, "cache directory " + o.cache_dir);
+  if (IsInside(p.cache, p.mountpoint) || IsInside(p.cache, p.backing) ||
+      IsInside(p.backing, p.cache)) {
+    return Status::Error(
+        EINVAL, "cache " + p.cache + " must not be inside the mountpoint or the backing tree");
+  }
+  return p;
+}
+
+// Writes the one-line outcome for the waiting parent: "OK" or "ERR <message>".
+void ReportToParent(int fd, const std::string& line) {
+  if (fd < 0) return;
+  std::string msg = line + "\n";
+  ssize_t ignored = write(fd, msg.data(), msg.size());
+  (void)ignored;
+  close(fd);
+}
+
+// Everything the running daemon owns, in construction order (destroyed in reverse).
+struct Daemon {
+  MountOptions options;
+  Preflight paths;
+  std::unique_ptr<CacheDir> cache_dir;
+  std::unique_ptr<IndexDb> index;
+  std::unique_ptr<Manifest> manifest;
+  std::unique_ptr<ContentStore> store;
+  std::unique_ptr<Stager> stager;
+  std::unique_ptr<FileSystem> fs;
+  std::unique_ptr<ControlServer> control;
+  std::unique_ptr<FuseAdapter> adapter;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+};
+
+Status StartDaemon(Daemon* d) {
+  Env* env = Env::Default();
+  auto index = IndexDb::Open(d->cache_dir->index_dir());
+  if (!index.ok()) return index.status();
+  d->index = std::move(*index);
+  d->manifest = std::make_unique<Manifest>(d->index.get());
+  if (d->options.manifest == ManifestMode::kReuse) {
+    CLAIRFS_RETURN_IF_ERROR(d->manifest->UseStored(d->paths.backing));
+    Log(LogLevel::kInfo, "reusing the stored manifest of %s: %llu files, %s (not re-listed)",
+        d->paths.backing.c_str(), static_cast<unsigned long long>(d->manifest->summary().files),
+        FormatBytes(d->manifest->summary().bytes).c_str());
+  } else {
+    CLAIRFS_RETURN_IF_ERROR(d->manifest->Rescan(d->paths.backing, d->options.scan_threads, env));
+    const ManifestSummary& s = d->manifest->summary();
+    Log(LogLevel::kInfo, "listed %s: %llu files (%s), %llu directories in %.2f s",
+        d->paths.backing.c_str(), static_cast<unsigned long long>(s.files),
+        FormatBytes(s.bytes).c_str(), static_cast<unsigned long long>(s.dirs), s.scan_seconds);
+  }
+  ContentStoreOptions store_options{d->options.capacity, d->options.min_free};
+  auto store =
+      ContentStore::Open(d->cache_dir.get(), d->index.get(), env, store_options, NewLruPolicy());
+  if (!store.ok()) return store.status();
+  d->store = std::move(*store);
+  const RecoveryReport& r = d->store->recovery();
+  Log(LogLevel::kInfo,
+      "cache %s: %llu staged copies (%s); recovery discarded %llu temp copies, %llu entries "
+      "without data, %llu orphan files",
+      d->paths.cache.c_str(), static_cast<unsigned long long>(r.entries),
+      FormatBytes(r.bytes).c_str(), static_cast<unsigned long long>(r.temp_removed),
+      static_cast<unsigned long long>(r.entries_dropped),
+      static_cast<unsigned long long>(r.orphans_removed));
+  // A staged copy is valid only for the backing file it was copied from.
+  Manifest* manifest = d->manifest.get();
+  auto dropped = d->store->DropStale([manifest](const std::string& path) {
+    std::optional<FileIdentity> id;
+    auto node = manifest->GetByPath(path);
+    if (node.ok() && node->has_value() && (*node)->attr.is_reg()) id = (*node)->attr.identity();
+    return id;
+  });
+  if (!dropped.ok()) return dropped.status();
+  if (*dropped > 0) {
+    Log(LogLevel::kInfo, "dropped %llu staged copies whose backing file changed or is gone",
+        static_cast<unsigned long long>(*dropped));
+  }
+  StagerOptions stager_options;
+  stager_options.backing_root = d->paths.backing;
+  stager_options.threads = d->options.stage_threads;
+  stager_options.bandwidth = d->options.stage_bandwidth;
+  d->stager = std::make_unique<Stager>(stager_options, d->store.get(), env);
+
+  FileSystemConfig fs_config{d->paths.backing, d->options.revalidate, d->options.read_through};
+  d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
+                                       d->stager.get(), env);
+
+  d->control = std::make_unique<ControlServer>(ControlSocketPathFor(d->paths.mountpoint, getuid()),
+                                               getuid());
+  RegisterStatusHandlers(
+      d->control.get(),
+      StatusSources{&d->options, d->paths.backing, d->paths.mountpoint, d->paths.cache,
+                    d->manifest.get(), d->store.get(), d->stager.get(), d->fs.get(), d->started});
+  Status control = d->control->Start();
+  if (!control.ok()) {
+    Log(LogLevel::kWarn,
+        "control socket unavailable (%s): status and admin commands will not "
+        "reach this mount",
+        control.message().c_str());
+    d->control.reset();
+  } else {
+    d->fs->set_control_socket(d->control->socket_path());
+  }
+
+  FuseAdapterOptions adapter_options;
+  adapter_options.kernel_options = KernelMountOptions(d->options);
+  adapter_options.entry_timeout = d->options.attr_timeout;
+  adapter_options.attr_timeout = d->options.attr_timeout;
+  adapter_options.read_mode =
+      d->options.read_mode == "splice" ? ReadMode::kSplice : ReadMode::kPread;
+  auto adapter = FuseAdapter::Create(d->fs.get(), adapter_options);
+  if (!adapter.ok()) return adapter.status();
+  d->adapter = std::move(*adapter);
+  CLAIRFS_RETURN_IF_ERROR(d->adapter->Mount(d->paths.mountpoint));
+  return d->adapter->InstallSignalHandlers();
+}
+
+void StopDaemon(Daemon* d) {
+  if (d->control) d->control->Stop();
+  if (d->stager) d->stager->Shutdown();
+  if (d->adapter) {
+    d->adapter->Unmount();
+    d->adapter.reset();
+  }
+  d->fs.reset();
+  d->stager.reset();
+  d->store.reset();
+  d->manifest.reset();
+  if (d->index) {
+    Status st = d->index->Flush();
+    if (!st.ok()) Log(LogLevel::kWarn, "index flush at exit: %s", st.message().c_str());
+    d->index.reset();
+  }
+}
+
+}  // namespace
+
+bool IsMountpoint(const std::string& canonical_path) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, mountpoint;
+    fields >> id >> parent >> devno >> root >> mountpoint;
+    if (UnescapeMountinfo(mountpoint) == canonical_path) return true;
+  }
+  return false;
+}
+
+bool ClearStaleMount(const std::string& path) {
+  if (geteuid() == 0 && umount2(path.c_str(), MNT_DETACH) == 0) return true;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+    }
+    execlp("fusermount3", "fusermount3", "-uz", path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int RunMountDaemon(MountOptions options) {
+  Status valid = ValidateMountOptions(options);
+  if (!valid.ok()) {
+    fprintf(stderr, "clairfs mount: %s\n", valid.message().c_str());
+    return 2;
+  }
+  auto paths = CheckPaths(options);
+  if (!paths.ok()) {
+    fprintf(stderr, "clairfs mount: %s\n", paths.status().message().c_str());
+    return 1;
+  }
+  auto cache_dir = CacheDir::Acquire(paths->cache, Env::Default());
+  if (!cache_dir.ok()) {
+    fprintf(stderr, "clairfs mount: %s\n", cache_dir.status().message().c_str());
+    return 1;
+  }
+
+  // Fork before RocksDB, io_uring or any thread exists; the parent waits for the verdict.
+  int ready_fd = -1;
+  if (!options.foreground) {
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+      perror("clairfs mount: pipe");
+      return 1;
+    }
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+      perror("clairfs mount: fork");
+      return 1;
+    }
+    if (pid > 0) {
+      close(pipefd[1]);
+      std::string verdict;
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(pipefd[0], buf, sizeof(buf))) > 0)
+        verdict.append(buf, static_cast<size_t>(n));
+      close(pipefd[0]);
+      if (verdict.rfind("OK", 0) == 0) return 0;
+      while (!verdict.empty() && verdict.back() == '\n') verdict.pop_back();
+      if (verdict.rfind("ERR ", 0) == 0) {
+        fprintf(stderr, "clairfs mount: %s\n", verdict.substr(4).c_str());
+      } else {
+        int status = 0;
+        waitpid(pid, &status, 0);
+        fprintf(stderr, "clairfs mount: the daemon died during startup (%s)\n",
+                WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no report");
+      }
+      return 1;
+    }
+    close(pipefd[0]);
+    ready_fd = pipefd[1];
+    setsid();
+    if (chdir("/") != 0) {
+      // Not fatal: every path we use is absolute.
+    }
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      dup2(devnull, STDIN_FILENO);
+      dup2(devnull, STDOUT_FILENO);
+      close(devnull);
+    }
+    (*cache_dir)->RecordOwnerPid();
+    // A background daemon must not write onto the user's terminal after the command returned.
+    if (options.log_file.empty() && isatty(STDERR_FILENO)) {
+      options.log_file = paths->cache + "/daemon.log";
+    }
+    if (!options.log_file.empty()) {
+      int log_fd = open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      if (log_fd >= 0) {
+        dup2(log_fd, STDERR_FILENO);
+        close(log_fd);
+      }
+    }
+  }
+  SetLogTag("clairfs[" + std::to_string(getpid()) + "]");
+
+  Daemon daemon;
+  daemon.options = options;
+  daemon.paths = *paths;
+  daemon.cache_dir = std::move(*cache_dir);
+  Status started = StartDaemon(&daemon);
+  if (!started.ok()) {
+    Log(LogLevel::kError, "mount failed: %s", started.message().c_str());
+    ReportToParent(ready_fd, "ERR " + started.message());
+    StopDaemon(&daemon);
+    if (options.foreground) fprintf(stderr, "clairfs mount: %s\n", started.message().c_str());
+    return 1;
+  }
+  Log(LogLevel::kInfo, "mounted %s on %s (cache %s, capacity %s)", daemon.paths.backing.c_str(),
+      daemon.paths.mountpoint.c_str(), daemon.paths.cache.c_str(),
+      daemon.store->capacity() ? FormatBytes(daemon.store->capacity()).c_str() : "device");
+  ReportToParent(ready_fd, "OK");
+  Status loop = daemon.adapter->Loop();
+  Log(LogLevel::kInfo, "unmounting %s", daemon.paths.mountpoint.c_str());
+  StopDaemon(&daemon);
+  if (!loop.ok()) {
+    Log(LogLevel::kError, "%s", loop.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace clairfs

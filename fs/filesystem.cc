@@ -1,0 +1,205 @@
+// FileSystem core: namespace from the manifest, open-time source selection, reads (see
+// filesystem.h).
+#include "fs/filesystem.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "planner/log.h"
+
+namespace clairfs {
+namespace {
+
+constexpr char kStateXattr[] = "user.clairfs.state";
+constexpr char kControlXattr[] = "user.clairfs.control";
+
+// Backing-store errors a reader may act on keep their errno; anything else is EIO for that file.
+Status ReaderError(const Status& st) {
+  switch (st.code()) {
+    case ENOENT:
+    case EACCES:
+    case EPERM:
+    case ENOMEM:
+    case EMFILE:
+    case ENFILE:
+      return st;
+    default:
+      return Status::Error(EIO, st.message());
+  }
+}
+
+}  // namespace
+
+FileSystem::FileSystem(const FileSystemConfig& config, Manifest* manifest, ContentStore* store,
+                       Stager* stager, Env* env)
+    : config_(config), manifest_(manifest), store_(store), stager_(stager), env_(env) {}
+
+Result<ManifestNode> FileSystem::NodeOf(uint64_t ino) {
+  auto node = manifest_->Get(ino);
+  if (!node.ok()) return node.status();
+  if (!node->has_value()) return Status::Error(ENOENT, "no inode " + std::to_string(ino));
+  return std::move(**node);
+}
+
+Result<NodeAttr> FileSystem::Lookup(uint64_t parent, std::string_view name) {
+  counters_.lookups.Add(1);
+  auto node = manifest_->Lookup(parent, name);
+  if (!node.ok()) return node.status();
+  if (!node->has_value()) return Status::Error(ENOENT, "no such entry");
+  return std::move((*node)->attr);
+}
+
+Result<NodeAttr> FileSystem::GetAttr(uint64_t ino) {
+  auto node = NodeOf(ino);
+  if (!node.ok()) return node.status();
+  return std::move(node->attr);
+}
+
+Result<std::string> FileSystem::ReadLink(uint64_t ino) {
+  auto node = NodeOf(ino);
+  if (!node.ok()) return node.status();
+  if (!node->attr.is_link()) return Status::Error(EINVAL, "not a symlink");
+  return std::move(node->attr.link_target);
+}
+
+Result<std::unique_ptr<DirListing>> FileSystem::OpenDir(uint64_t ino) {
+  auto node = NodeOf(ino);
+  if (!node.ok()) return node.status();
+  if (!node->attr.is_dir()) return Status::Error(ENOTDIR, "not a directory");
+  auto listing = std::make_unique<DirListing>();
+  listing->ino = ino;
+  if (ino == kRootIno) {
+    listing->parent_ino = kRootIno;
+  } else {
+    size_t slash = node->path.rfind('/');
+    auto parent =
+        manifest_->GetByPath(slash == std::string::npos ? "" : node->path.substr(0, slash));
+    listing->parent_ino = parent.ok() && parent->has_value() ? (*parent)->attr.ino : kRootIno;
+  }
+  CLAIRFS_RETURN_IF_ERROR(manifest_->List(ino, &listing->children));
+  return listing;
+}
+
+Result<bool> FileSystem::Revalidate(ManifestNode* node) {
+  struct stat st;
+  Status s = env_->Lstat(config_.backing_root + "/" + node->path, &st);
+  if (!s.ok()) return ReaderError(s);
+  NodeAttr fresh = NodeAttr::FromStat(st, node->attr.ino);
+  if (fresh.identity() == node->attr.identity() && fresh.mode == node->attr.mode) return false;
+  counters_.stale_detected.Add(1);
+  Log(LogLevel::kInfo, "%s changed in the backing store (%s -> %s): dropping cached state",
+      node->path.c_str(), node->attr.identity().ToString().c_str(),
+      fresh.identity().ToString().c_str());
+  if (fresh.is_link()) fresh.link_target = node->attr.link_target;
+  node->attr = fresh;
+  Status up = manifest_->Update(*node);
+  if (!up.ok()) Log(LogLevel::kWarn, "manifest update failed: %s", up.message().c_str());
+  if (store_->Contains(node->path)) (void)store_->Evict(node->path, /*force=*/true);
+  if (notifier_ != nullptr) notifier_->InvalidateInode(node->attr.ino);
+  return true;
+}
+
+Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
+    return Status::Error(EROFS, "read-only filesystem");
+  }
+  auto node = NodeOf(ino);
+  if (!node.ok()) return node.status();
+  if (node->attr.is_dir()) return Status::Error(EISDIR, "is a directory");
+  if (!node->attr.is_reg()) return Status::Error(EPERM, "special files cannot be opened");
+  counters_.opens.Add(1);
+
+  OpenResult result;
+  if (config_.revalidate == Revalidate::kOpen) {
+    auto changed = Revalidate(&*node);
+    if (!changed.ok()) {
+      counters_.backing_errors.Add(1);
+      return changed.status();
+    }
+    if (*changed) result.keep_cache = false;
+  }
+
+  const FileIdentity identity = node->attr.identity();
+  if (auto copy = store_->Find(node->path); copy) {
+    if (copy->identity == identity) {
+      auto fd = env_->Open(copy->data_path, O_RDONLY | O_NOATIME);
+      if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
+      if (fd.ok()) {
+        counters_.hits.Add(1);
+        result.file = std::make_unique<OpenFile>(
+            OpenFile{*fd, true, ino, identity.size, std::move(node->path)});
+        return result;
+      }
+      // Evicted between Find and open: serve from the backing store below.
+    } else {
+      // Never serve a copy of other bytes than the backing file's current ones.
+      (void)store_->Evict(node->path, /*force=*/true);
+    }
+  }
+  counters_.misses.Add(1);
+  auto fd = env_->Open(config_.backing_root + "/" + node->path, O_RDONLY | O_NOFOLLOW);
+  if (!fd.ok()) {
+    counters_.backing_errors.Add(1);
+    return ReaderError(fd.status());
+  }
+  if (config_.read_through && stager_ != nullptr) {
+    stager_->Enqueue(node->path, identity, StagePriority::kNormal);
+  }
+  result.file =
+      std::make_unique<OpenFile>(OpenFile{*fd, false, ino, identity.size, std::move(node->path)});
+  return result;
+}
+
+Result<size_t> FileSystem::Read(const OpenFile& file, char* buf, size_t size, off_t offset) {
+  auto n = env_->Pread(file.fd, buf, size, offset);
+  counters_.reads.Add(1);
+  if (!n.ok()) {
+    if (!file.from_cache) counters_.backing_errors.Add(1);
+    Log(LogLevel::kWarn, "read %s (%s) failed: %s", file.path.c_str(),
+        file.from_cache ? "cache" : "backing store", n.status().message().c_str());
+    return Status::Error(EIO, n.status().message());
+  }
+  (file.from_cache ? counters_.bytes_from_cache : counters_.bytes_from_backing).Add(*n);
+  return *n;
+}
+
+void FileSystem::Release(std::unique_ptr<OpenFile> file) {
+  if (file && file->fd >= 0) (void)env_->Close(file->fd);
+}
+
+void FileSystem::StatFs(struct statvfs* out) {
+  // Describes the dataset from the manifest: no backing-store call, and `df` shows its size.
+  const ManifestSummary& s = manifest_->summary();
+  *out = {};
+  out->f_bsize = 4096;
+  out->f_frsize = 4096;
+  out->f_blocks = (s.bytes + 4095) / 4096;
+  out->f_files = s.files + s.dirs + s.others;
+  out->f_namemax = 255;
+  out->f_flag = ST_RDONLY;
+}
+
+Result<std::string> FileSystem::GetXattr(uint64_t ino, std::string_view name) {
+  auto node = NodeOf(ino);
+  if (!node.ok()) return node.status();
+  if (name == kControlXattr && ino == kRootIno && !control_socket_.empty()) {
+    return control_socket_;
+  }
+  if (name == kStateXattr) {
+    if (node->attr.is_dir()) return std::string("directory");
+    if (!node->attr.is_reg()) return std::string("other");
+    auto copy = store_->Find(node->path, /*touch=*/false);
+    return std::string(copy && copy->identity == node->attr.identity() ? "staged" : "unstaged");
+  }
+  return Status::Error(ENODATA, "no such attribute");
+}
+
+Result<std::string> FileSystem::ListXattr(uint64_t ino) {
+  std::string names(kStateXattr, sizeof(kStateXattr));  // includes the NUL separator
+  if (ino == kRootIno && !control_socket_.empty()) {
+    names.append(kControlXattr, sizeof(kControlXattr));
+  }
+  return names;
+}
+
+}  // namespace clairfs

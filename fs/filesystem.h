@@ -1,0 +1,108 @@
+// FileSystem: the read-only filesystem core behind the FUSE adapter. It has no libfuse types, so
+// it is tested without a mount.
+//
+// Namespace requests (lookup, getattr, readdir, readlink) are answered from the manifest with no
+// backing-store call. Open decides where a file's bytes come from: a published copy whose
+// recorded identity equals the manifest's (a hit), else the backing store (a miss, which queues
+// the file for staging when read-through is on; the reader never waits for that copy). With
+// revalidate=open each open also stats the backing file; a change updates the manifest, drops the
+// stale copy, asks the adapter to invalidate the kernel's cached pages and attributes, and the
+// open is answered without keep_cache. Every mutating call answers EROFS; FIFOs, sockets and
+// devices cannot be opened (EPERM).
+//
+// Threading: every method may run concurrently on any FUSE worker thread. OpenFile handles are
+// immutable after Open and freed by Release; Read uses pread on the handle's fd with no lock.
+#pragma once
+
+#include <sys/statvfs.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/content_store.h"
+#include "cache/env.h"
+#include "cache/manifest.h"
+#include "cache/stager.h"
+#include "fs/counters.h"
+#include "fs/mount_options.h"
+#include "planner/status.h"
+
+namespace clairfs {
+
+// Implemented by the FUSE adapter: drop what the kernel caches for an inode.
+class KernelNotifier {
+ public:
+  virtual ~KernelNotifier() = default;
+  virtual void InvalidateInode(uint64_t ino) = 0;
+};
+
+struct OpenFile {
+  int fd = -1;
+  bool from_cache = false;
+  uint64_t ino = 0;
+  uint64_t size = 0;
+  std::string path;
+};
+
+struct OpenResult {
+  std::unique_ptr<OpenFile> file;
+  bool keep_cache = true;
+};
+
+struct DirListing {
+  std::vector<ManifestChild> children;  // in name order; "." and ".." are added by the adapter
+  uint64_t ino = 0;
+  uint64_t parent_ino = 0;
+};
+
+struct FileSystemConfig {
+  std::string backing_root;
+  Revalidate revalidate = Revalidate::kNever;
+  bool read_through = true;
+};
+
+class FileSystem {
+ public:
+  FileSystem(const FileSystemConfig& config, Manifest* manifest, ContentStore* store,
+             Stager* stager, Env* env);
+
+  void set_notifier(KernelNotifier* notifier) { notifier_ = notifier; }
+  MountCounters& counters() { return counters_; }
+  const FileSystemConfig& config() const { return config_; }
+
+  // ENOENT if the name does not exist.
+  Result<NodeAttr> Lookup(uint64_t parent, std::string_view name);
+  Result<NodeAttr> GetAttr(uint64_t ino);
+  Result<std::string> ReadLink(uint64_t ino);
+  Result<std::unique_ptr<DirListing>> OpenDir(uint64_t ino);
+  // `flags` are the open(2) flags; any write access answers EROFS.
+  Result<OpenResult> Open(uint64_t ino, int flags);
+  // Reads up to `size` bytes at `offset` into `buf`; returns the count (0 at end of file).
+  Result<size_t> Read(const OpenFile& file, char* buf, size_t size, off_t offset);
+  void Release(std::unique_ptr<OpenFile> file);
+  void StatFs(struct statvfs* out);
+  // Virtual attributes: "user.clairfs.state" (staged|unstaged|directory|other) on every node and
+  // "user.clairfs.control" (the control socket path) on the root. Others: ENODATA.
+  Result<std::string> GetXattr(uint64_t ino, std::string_view name);
+  Result<std::string> ListXattr(uint64_t ino);
+  void set_control_socket(std::string path) { control_socket_ = std::move(path); }
+
+ private:
+  Result<ManifestNode> NodeOf(uint64_t ino);
+  // With revalidate=open: stats the backing file; updates the manifest and drops a stale copy
+  // if it changed. Returns whether it changed.
+  Result<bool> Revalidate(ManifestNode* node);
+
+  FileSystemConfig config_;
+  Manifest* manifest_;
+  ContentStore* store_;
+  Stager* stager_;
+  Env* env_;
+  KernelNotifier* notifier_ = nullptr;
+  MountCounters counters_;
+  std::string control_socket_;
+};
+
+}  // namespace clairfs

@@ -1,0 +1,369 @@
+// FuseAdapter: libfuse3 low-level callbacks that call the FileSystem core (see fuse_adapter.h).
+#include "fs/fuse_adapter.h"
+
+#include <fuse_lowlevel.h>
+#include <sys/xattr.h>
+
+#include <cstring>
+#include <vector>
+
+#include "planner/log.h"
+
+namespace clairfs {
+namespace {
+
+FuseAdapter* AdapterOf(fuse_req_t req) { return static_cast<FuseAdapter*>(fuse_req_userdata(req)); }
+FileSystem* FsOf(fuse_req_t req) { return AdapterOf(req)->fs(); }
+
+// The one place a Status becomes a FUSE error reply.
+void ReplyError(fuse_req_t req, const Status& st, const char* op) {
+  int code = st.code() > 0 ? st.code() : EIO;
+  if (code != ENOENT && code != ENODATA && code != EROFS) {
+    CLAIRFS_LOG_DEBUG("%s: %s", op, st.message().c_str());
+  }
+  fuse_reply_err(req, code);
+}
+
+void FillEntry(fuse_req_t req, const NodeAttr& attr, struct fuse_entry_param* e) {
+  std::memset(e, 0, sizeof(*e));
+  const auto& o = AdapterOf(req)->options();
+  e->ino = attr.ino;
+  e->generation = 1;
+  attr.ToStat(&e->attr);
+  e->attr_timeout = o.attr_timeout;
+  e->entry_timeout = o.entry_timeout;
+}
+
+void OnInit(void* userdata, struct fuse_conn_info* conn) {
+  auto* adapter = static_cast<FuseAdapter*>(userdata);
+  if (adapter->options().read_mode == ReadMode::kSplice && (conn->capable & FUSE_CAP_SPLICE_READ)) {
+    conn->want |= FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE;
+  } else {
+    conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
+  }
+  if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+  conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;  // always plus: one round trip fills every entry
+  if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+  if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+  if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
+  // Datasets do not change during a job; invalidation is explicit when clairfs sees a change.
+  conn->want &= ~(FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_WRITEBACK_CACHE);
+  conn->max_readahead = 1 << 20;
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+}
+
+void OnLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto attr = FsOf(req)->Lookup(parent, name);
+  if (!attr.ok()) {
+    if (attr.status().code() == ENOENT) {
+      // A negative entry with a timeout lets the kernel cache the miss.
+      struct fuse_entry_param e;
+      std::memset(&e, 0, sizeof(e));
+      e.entry_timeout = AdapterOf(req)->options().entry_timeout;
+      fuse_reply_entry(req, &e);
+      return;
+    }
+    ReplyError(req, attr.status(), "lookup");
+    return;
+  }
+  struct fuse_entry_param e;
+  FillEntry(req, *attr, &e);
+  fuse_reply_entry(req, &e);
+}
+
+void OnForget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
+void OnForgetMulti(fuse_req_t req, size_t, struct fuse_forget_data*) { fuse_reply_none(req); }
+
+void OnGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info*) {
+  auto attr = FsOf(req)->GetAttr(ino);
+  if (!attr.ok()) return ReplyError(req, attr.status(), "getattr");
+  struct stat st;
+  attr->ToStat(&st);
+  fuse_reply_attr(req, &st, AdapterOf(req)->options().attr_timeout);
+}
+
+void OnReadlink(fuse_req_t req, fuse_ino_t ino) {
+  auto target = FsOf(req)->ReadLink(ino);
+  if (!target.ok()) return ReplyError(req, target.status(), "readlink");
+  fuse_reply_readlink(req, target->c_str());
+}
+
+void OnOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  auto listing = FsOf(req)->OpenDir(ino);
+  if (!listing.ok()) return ReplyError(req, listing.status(), "opendir");
+  fi->fh = reinterpret_cast<uint64_t>(listing->release());
+  fi->cache_readdir = 1;
+  fi->keep_cache = 1;
+  if (fuse_reply_open(req, fi) != 0) delete reinterpret_cast<DirListing*>(fi->fh);
+}
+
+// Offsets are positions in the listing: 0 = ".", 1 = "..", 2 + i = children[i].
+void ReadDirCommon(fuse_req_t req, size_t size, off_t offset, struct fuse_file_info* fi,
+                   bool plus) {
+  auto* listing = reinterpret_cast<DirListing*>(fi->fh);
+  std::vector<char> buf(size);
+  size_t used = 0;
+  const size_t total = listing->children.size() + 2;
+  for (size_t pos = static_cast<size_t>(offset); pos < total; ++pos) {
+    const char* name;
+    struct fuse_entry_param e;
+    std::memset(&e, 0, sizeof(e));
+    if (pos < 2) {
+      name = pos == 0 ? "." : "..";
+      e.attr.st_ino = pos == 0 ? listing->ino : listing->parent_ino;
+      e.attr.st_mode = S_IFDIR;
+    } else {
+      const ManifestChild& child = listing->children[pos - 2];
+      name = child.name.c_str();
+      FillEntry(req, child.attr, &e);
+    }
+    size_t len;
+    if (plus) {
+      if (pos < 2) {
+        // "." and ".." carry no entry (ino 0) so the kernel takes no lookup reference.
+        struct fuse_entry_param dot;
+        std::memset(&dot, 0, sizeof(dot));
+        dot.attr = e.attr;
+        len = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &dot,
+                                     static_cast<off_t>(pos + 1));
+      } else {
+        len = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &e,
+                                     static_cast<off_t>(pos + 1));
+      }
+    } else {
+      len = fuse_add_direntry(req, buf.data() + used, size - used, name, &e.attr,
+                              static_cast<off_t>(pos + 1));
+    }
+    if (len > size - used) break;
+    used += len;
+  }
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void OnReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file_info* fi) {
+  ReadDirCommon(req, size, off, fi, false);
+}
+void OnReaddirplus(fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file_info* fi) {
+  ReadDirCommon(req, size, off, fi, true);
+}
+
+void OnReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+  delete reinterpret_cast<DirListing*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  auto opened = FsOf(req)->Open(ino, fi->flags);
+  if (!opened.ok()) return ReplyError(req, opened.status(), "open");
+  OpenFile* file = opened->file.release();
+  fi->fh = reinterpret_cast<uint64_t>(file);
+  fi->keep_cache = opened->keep_cache ? 1 : 0;
+  fi->noflush = 1;  // nothing to flush on a read-only file: save the FLUSH round trip on close
+  if (fuse_reply_open(req, fi) != 0) {
+    // The kernel gave up on this open (interrupted): it will send no RELEASE.
+    FsOf(req)->Release(std::unique_ptr<OpenFile>(file));
+  }
+}
+
+void OnRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file_info* fi) {
+  auto* file = reinterpret_cast<OpenFile*>(fi->fh);
+  FuseAdapter* adapter = AdapterOf(req);
+  if (adapter->options().read_mode == ReadMode::kSplice) {
+    // Let libfuse splice from the fd into /dev/fuse (no copy through user space).
+    FileSystem* fs = adapter->fs();
+    uint64_t avail = off < static_cast<off_t>(file->size) ? file->size - off : 0;
+    uint64_t n = std::min<uint64_t>(size, avail);
+    fs->counters().reads.Add(1);
+    (file->from_cache ? fs->counters().bytes_from_cache : fs->counters().bytes_from_backing).Add(n);
+    struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+    buf.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    buf.buf[0].fd = file->fd;
+    buf.buf[0].pos = off;
+    fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+    return;
+  }
+  // One buffer per worker thread, grown to the largest request seen (at most max_read).
+  thread_local std::vector<char> buffer;
+  if (buffer.size() < size) buffer.resize(size);
+  auto n = adapter->fs()->Read(*file, buffer.data(), size, off);
+  if (!n.ok()) return ReplyError(req, n.status(), "read");
+  fuse_reply_buf(req, buffer.data(), *n);
+}
+
+void OnRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+  FsOf(req)->Release(std::unique_ptr<OpenFile>(reinterpret_cast<OpenFile*>(fi->fh)));
+  fuse_reply_err(req, 0);
+}
+
+void OnStatfs(fuse_req_t req, fuse_ino_t) {
+  struct statvfs st;
+  FsOf(req)->StatFs(&st);
+  fuse_reply_statfs(req, &st);
+}
+
+void ReplyXattr(fuse_req_t req, const std::string& value, size_t size) {
+  if (size == 0) {
+    fuse_reply_xattr(req, value.size());
+  } else if (size < value.size()) {
+    fuse_reply_err(req, ERANGE);
+  } else {
+    fuse_reply_buf(req, value.data(), value.size());
+  }
+}
+
+void OnGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  auto value = FsOf(req)->GetXattr(ino, name);
+  if (!value.ok()) return ReplyError(req, value.status(), "getxattr");
+  ReplyXattr(req, *value, size);
+}
+
+void OnListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  auto names = FsOf(req)->ListXattr(ino);
+  if (!names.ok()) return ReplyError(req, names.status(), "listxattr");
+  ReplyXattr(req, *names, size);
+}
+
+// Every mutating request: the mount is read-only.
+void Erofs(fuse_req_t req) { fuse_reply_err(req, EROFS); }
+void OnSetattr(fuse_req_t req, fuse_ino_t, struct stat*, int, struct fuse_file_info*) {
+  Erofs(req);
+}
+void OnMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { Erofs(req); }
+void OnMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { Erofs(req); }
+void OnUnlink(fuse_req_t req, fuse_ino_t, const char*) { Erofs(req); }
+void OnRmdir(fuse_req_t req, fuse_ino_t, const char*) { Erofs(req); }
+void OnSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { Erofs(req); }
+void OnRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) {
+  Erofs(req);
+}
+void OnLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { Erofs(req); }
+void OnWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, struct fuse_file_info*) {
+  Erofs(req);
+}
+void OnSetxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) { Erofs(req); }
+void OnRemovexattr(fuse_req_t req, fuse_ino_t, const char*) { Erofs(req); }
+void OnCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, struct fuse_file_info*) {
+  Erofs(req);
+}
+void OnFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, struct fuse_file_info*) {
+  Erofs(req);
+}
+void OnCopyFileRange(fuse_req_t req, fuse_ino_t, off_t, struct fuse_file_info*, fuse_ino_t, off_t,
+                     struct fuse_file_info*, size_t, int) {
+  Erofs(req);
+}
+
+struct fuse_lowlevel_ops MakeOps() {
+  struct fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof(ops));
+  ops.init = OnInit;
+  ops.lookup = OnLookup;
+  ops.forget = OnForget;
+  ops.forget_multi = OnForgetMulti;
+  ops.getattr = OnGetattr;
+  ops.readlink = OnReadlink;
+  ops.opendir = OnOpendir;
+  ops.readdir = OnReaddir;
+  ops.readdirplus = OnReaddirplus;
+  ops.releasedir = OnReleasedir;
+  ops.open = OnOpen;
+  ops.read = OnRead;
+  ops.release = OnRelease;
+  ops.statfs = OnStatfs;
+  ops.getxattr = OnGetxattr;
+  ops.listxattr = OnListxattr;
+  ops.setattr = OnSetattr;
+  ops.mknod = OnMknod;
+  ops.mkdir = OnMkdir;
+  ops.unlink = OnUnlink;
+  ops.rmdir = OnRmdir;
+  ops.symlink = OnSymlink;
+  ops.rename = OnRename;
+  ops.link = OnLink;
+  ops.write = OnWrite;
+  ops.setxattr = OnSetxattr;
+  ops.removexattr = OnRemovexattr;
+  ops.create = OnCreate;
+  ops.fallocate = OnFallocate;
+  ops.copy_file_range = OnCopyFileRange;
+  return ops;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FuseAdapter>> FuseAdapter::Create(FileSystem* fs,
+                                                         const FuseAdapterOptions& options) {
+  auto adapter = std::unique_ptr<FuseAdapter>(new FuseAdapter(fs, options));
+  std::string opts = options.kernel_options;
+  std::vector<std::string> argv_storage = {"clairfs", "-o", opts};
+  std::vector<char*> argv;
+  for (auto& a : argv_storage) argv.push_back(a.data());
+  struct fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  static const struct fuse_lowlevel_ops ops = MakeOps();
+  adapter->session_ = fuse_session_new(&args, &ops, sizeof(ops), adapter.get());
+  fuse_opt_free_args(&args);
+  if (adapter->session_ == nullptr) {
+    return Status::Error(EINVAL, "cannot create the FUSE session (options: " + opts + ")");
+  }
+  fs->set_notifier(adapter.get());
+  return adapter;
+}
+
+FuseAdapter::~FuseAdapter() {
+  if (session_ != nullptr) {
+    if (signals_installed_) fuse_remove_signal_handlers(session_);
+    Unmount();
+    fuse_session_destroy(session_);
+  }
+}
+
+Status FuseAdapter::Mount(const std::string& mountpoint) {
+  if (fuse_session_mount(session_, mountpoint.c_str()) != 0) {
+    return Status::Error(EIO, "cannot mount on " + mountpoint +
+                                  " (see the fuse message above; is /dev/fuse available?)");
+  }
+  mounted_ = true;
+  return Status::Ok();
+}
+
+Status FuseAdapter::InstallSignalHandlers() {
+  if (fuse_set_signal_handlers(session_) != 0) {
+    return Status::Error(EIO, "cannot install signal handlers");
+  }
+  signals_installed_ = true;
+  return Status::Ok();
+}
+
+Status FuseAdapter::Loop() {
+  struct fuse_loop_config* config = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_max_threads(config, static_cast<unsigned>(options_.max_threads));
+  fuse_loop_cfg_set_idle_threads(config, static_cast<unsigned>(options_.max_idle_threads));
+  fuse_loop_cfg_set_clone_fd(config, 0);
+  int rc = fuse_session_loop_mt(session_, config);
+  fuse_loop_cfg_destroy(config);
+  if (rc < 0) return Status::FromErrno(-rc, "FUSE session loop");
+  return Status::Ok();
+}
+
+void FuseAdapter::Exit() {
+  if (session_ != nullptr) fuse_session_exit(session_);
+}
+
+void FuseAdapter::Unmount() {
+  if (mounted_ && session_ != nullptr) {
+    fuse_session_unmount(session_);
+    mounted_ = false;
+  }
+}
+
+void FuseAdapter::InvalidateInode(uint64_t ino) {
+  if (session_ == nullptr) return;
+  int rc = fuse_lowlevel_notify_inval_inode(session_, ino, 0, 0);
+  if (rc != 0 && rc != -ENOENT) {
+    Log(LogLevel::kWarn, "kernel cache invalidation of inode %llu failed: %s",
+        static_cast<unsigned long long>(ino), strerror(-rc));
+  }
+}
+
+}  // namespace clairfs

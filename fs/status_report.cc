@@ -1,0 +1,78 @@
+// Status report: gathers counters from every layer into one JSON object (see status_report.h).
+#include "fs/status_report.h"
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+namespace clairfs {
+
+nlohmann::json BuildStatus(const StatusSources& s) {
+  using nlohmann::json;
+  ContentStoreStats store = s.store->stats();
+  StagerStats stager = s.stager->stats();
+  MountCounters& c = s.fs->counters();
+  const ManifestSummary& m = s.manifest->summary();
+  struct statvfs vfs {};
+  uint64_t device_free = 0, device_size = 0;
+  if (statvfs(s.cache.c_str(), &vfs) == 0) {
+    device_free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    device_size = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  }
+  uint64_t hits = c.hits.Get(), misses = c.misses.Get();
+  double uptime =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+  json j;
+  j["version"] = CLAIRFS_VERSION_STRING;
+  j["pid"] = getpid();
+  j["uptime_seconds"] = uptime;
+  j["mountpoint"] = s.mountpoint;
+  j["backing"] = s.backing;
+  j["cache_dir"] = s.cache;
+  j["owner_uid"] = getuid();
+  j["read_through"] = s.options->read_through;
+  j["revalidate"] = s.options->revalidate == Revalidate::kOpen ? "open" : "never";
+  j["capacity_bytes"] = store.capacity;
+  j["used_bytes"] = store.used_bytes;
+  j["reserved_bytes"] = store.reserved_bytes;
+  j["min_free_bytes"] = s.options->min_free;
+  j["device_free_bytes"] = device_free;
+  j["device_size_bytes"] = device_size;
+  j["dataset_files"] = m.files;
+  j["dataset_bytes"] = m.bytes;
+  j["staged_files"] = store.files;
+  j["staged_percent_files"] = m.files ? 100.0 * static_cast<double>(store.files) / m.files : 0.0;
+  j["opens"] = c.opens.Get();
+  j["hits"] = hits;
+  j["misses"] = misses;
+  j["hit_ratio"] =
+      hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
+  j["reads"] = c.reads.Get();
+  j["bytes_from_cache"] = c.bytes_from_cache.Get();
+  j["bytes_from_backing"] = c.bytes_from_backing.Get();
+  j["backing_errors"] = c.backing_errors.Get();
+  j["stale_detected"] = c.stale_detected.Get();
+  j["evictions"] = store.evictions;
+  j["evicted_bytes"] = store.evicted_bytes;
+  j["staging"] = {
+      {"queued", stager.queued},
+      {"in_flight", stager.in_flight},
+      {"files_staged", stager.files_staged},
+      {"bytes_staged", stager.bytes_staged},
+      {"failures", stager.failures},
+      {"skipped", stager.skipped},
+      {"bytes_per_second", uptime > 0 ? static_cast<double>(stager.bytes_staged) / uptime : 0.0}};
+  j["counters_note"] =
+      "counts what reaches the daemon; reads served by the kernel page cache are not seen";
+  return j;
+}
+
+void RegisterStatusHandlers(ControlServer* server, StatusSources sources) {
+  server->AddHandler(
+      "status", ControlAccess::kAnyone, {},
+      [sources](const nlohmann::json&, const PeerCredentials&, nlohmann::json* reply) {
+        *reply = BuildStatus(sources);
+        return Status::Ok();
+      });
+}
+
+}  // namespace clairfs

@@ -1,0 +1,36 @@
+// The control socket's read-only reports: "status" (the JSON that `clairfs status` prints).
+//
+// Field names of the status object are part of the CLI's --json contract (documented in
+// README.md): add fields, never rename or remove them.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/content_store.h"
+#include "cache/manifest.h"
+#include "cache/stager.h"
+#include "fs/control_server.h"
+#include "fs/filesystem.h"
+#include "fs/mount_options.h"
+
+namespace clairfs {
+
+struct StatusSources {
+  const MountOptions* options;
+  std::string backing;
+  std::string mountpoint;
+  std::string cache;
+  Manifest* manifest;
+  ContentStore* store;
+  Stager* stager;
+  FileSystem* fs;
+  std::chrono::steady_clock::time_point started;
+};
+
+nlohmann::json BuildStatus(const StatusSources& sources);
+void RegisterStatusHandlers(ControlServer* server, StatusSources sources);
+
+}  // namespace clairfs

@@ -1,0 +1,108 @@
+// `clairfs mount`: parses flags and -o options into MountOptions and runs the daemon.
+#include <memory>
+
+#include "fs/daemon.h"
+#include "fs/mount_options.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+namespace clairfs::cli {
+namespace {
+
+struct MountArgs {
+  std::string backing, mountpoint;
+  std::vector<std::string> items;  // key[=value] in the order given; -o lists are split later
+  std::vector<std::string> o_lists;
+};
+
+}  // namespace
+
+void RegisterMount(CLI::App& app) {
+  auto args = std::make_shared<MountArgs>();
+  CLI::App* cmd = AddCommand(
+      &app, "mount",
+      "Mount BACKING (a directory on the parallel filesystem) read-only at MOUNTPOINT, staging\n"
+      "files into a node-local cache. Returns once the mount serves requests; the daemon keeps\n"
+      "running in the background (use --foreground to keep it attached). Every flag also has\n"
+      "an -o key=value form for fstab (e.g. -o cache=/nvme/clairfs,capacity=800G).");
+  cmd->add_option("BACKING", args->backing, "Backing directory (the dataset on the PFS)")
+      ->required();
+  cmd->add_option("MOUNTPOINT", args->mountpoint, "Empty directory to mount on")->required();
+  auto item = [args](const std::string& key) {
+    return [args, key](const std::string& value) { args->items.push_back(key + "=" + value); };
+  };
+  auto flag = [args](const std::string& key) {
+    return [args, key](int64_t) { args->items.push_back(key); };
+  };
+  cmd->add_option_function<std::string>("--cache", item("cache"),
+                                        "Node-local cache directory (created 0700 if missing)")
+      ->type_name("DIR");
+  cmd->add_option_function<std::string>(
+         "--capacity", item("capacity"),
+         "Staged bytes allowed (allocated blocks): 800G, 1.5T, 512M or bytes. Default: the "
+         "device, minus --min-free")
+      ->type_name("SIZE");
+  cmd->add_option_function<std::string>("--min-free", item("min_free"),
+                                        "Free space to keep on the cache device (default 0)")
+      ->type_name("SIZE");
+  cmd->add_flag_function("-f,--foreground", flag("foreground"),
+                         "Stay in the foreground (logs on stderr; Ctrl-C unmounts)");
+  cmd->add_flag_function("--read-through", flag("read_through"),
+                         "Stage every file on its first open (default)");
+  cmd->add_flag_function("--no-read-through", flag("no_read_through"),
+                         "Stage only on request (clairfs stage)");
+  cmd->add_option_function<std::string>(
+         "--revalidate", item("revalidate"),
+         "never (default: datasets do not change during a job) or open (stat the backing file "
+         "at every open; a changed file is never served stale)")
+      ->type_name("never|open");
+  cmd->add_option_function<std::string>(
+         "--manifest", item("manifest"),
+         "rescan (default: list the backing tree at mount) or reuse (serve the stored listing as "
+         "is, for fast remounts; asserts the dataset has not changed)")
+      ->type_name("rescan|reuse");
+  cmd->add_option_function<std::string>(
+         "--attr-timeout", item("attr_timeout"),
+         "Seconds the kernel may cache names and attributes (default 86400)")
+      ->type_name("SECONDS");
+  cmd->add_option_function<std::string>("--stage-threads", item("stage_threads"),
+                                        "Files staged concurrently (default 4)")
+      ->type_name("N");
+  cmd->add_option_function<std::string>(
+         "--stage-bandwidth", item("stage_bandwidth"),
+         "Cap on staging reads from the backing store, MB/s (default 0 = none)")
+      ->type_name("MB/s");
+  cmd->add_option_function<std::string>("--scan-threads", item("scan_threads"),
+                                        "Threads listing the backing tree at mount (default 8)")
+      ->type_name("N");
+  cmd->add_option_function<std::string>(
+         "--log-file", item("log_file"),
+         "Where the background daemon logs after startup (default: stderr of the mount command)")
+      ->type_name("PATH");
+  cmd->add_option_function<std::string>("--read-mode", item("read_mode"),
+                                        "How staged bytes are sent to the kernel: pread "
+                                        "(default) or splice")
+      ->type_name("pread|splice");
+  cmd->add_option("-o", args->o_lists,
+                  "Comma-separated options: the flags above as key=value (cache=, capacity=, "
+                  "min_free=, ...) and FUSE options such as allow_other; mount(8)/systemd "
+                  "options (_netdev, nofail, x-*) are ignored")
+      ->type_name("OPTS")
+      ->allow_extra_args(false);
+  cmd->callback([args]() {
+    MountOptions options;
+    options.backing = args->backing;
+    options.mountpoint = args->mountpoint;
+    for (const auto& list : args->o_lists) {
+      Status st = ApplyMountOptionList(list, &options);
+      if (!st.ok()) return SetExitCode(UsageError("mount", st.message()));
+    }
+    for (const auto& it : args->items) {
+      Status st = ApplyMountOption(it, &options);
+      if (!st.ok()) return SetExitCode(UsageError("mount", st.message()));
+    }
+    SetExitCode(RunMountDaemon(options));
+  });
+}
+
+}  // namespace clairfs::cli

@@ -1,0 +1,94 @@
+// `clairfs status`: what a mount has staged and served, from its daemon's control socket.
+#include <cstdio>
+#include <memory>
+
+#include "planner/units.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/control_client.h"
+
+namespace clairfs::cli {
+namespace {
+
+struct StatusArgs {
+  std::string mountpoint;
+  bool json = false;
+};
+
+std::string Duration(double seconds) {
+  char buf[64];
+  long s = static_cast<long>(seconds);
+  if (s >= 86400)
+    snprintf(buf, sizeof(buf), "%ldd %ldh", s / 86400, (s % 86400) / 3600);
+  else if (s >= 3600)
+    snprintf(buf, sizeof(buf), "%ldh %ldm", s / 3600, (s % 3600) / 60);
+  else if (s >= 60)
+    snprintf(buf, sizeof(buf), "%ldm %lds", s / 60, s % 60);
+  else
+    snprintf(buf, sizeof(buf), "%lds", s);
+  return buf;
+}
+
+void PrintHuman(const nlohmann::json& j) {
+  auto u = [&](const char* key) { return j.value(key, uint64_t{0}); };
+  printf("mount       %s  <-  %s\n", j.value("mountpoint", "").c_str(),
+         j.value("backing", "").c_str());
+  printf("daemon      pid %d, clairfs %s, up %s\n", j.value("pid", 0),
+         j.value("version", "").c_str(), Duration(j.value("uptime_seconds", 0.0)).c_str());
+  std::string capacity = u("capacity_bytes") ? FormatBytes(u("capacity_bytes")) : "device";
+  printf("cache       %s: %s used of %s (device free %s, keep %s free)\n",
+         j.value("cache_dir", "").c_str(), FormatBytes(u("used_bytes")).c_str(), capacity.c_str(),
+         FormatBytes(u("device_free_bytes")).c_str(), FormatBytes(u("min_free_bytes")).c_str());
+  printf("staged      %llu of %llu files (%.1f%%); dataset %s\n",
+         static_cast<unsigned long long>(u("staged_files")),
+         static_cast<unsigned long long>(u("dataset_files")), j.value("staged_percent_files", 0.0),
+         FormatBytes(u("dataset_bytes")).c_str());
+  printf("opens       %llu: %llu hits, %llu misses (hit ratio %.1f%%)\n",
+         static_cast<unsigned long long>(u("opens")), static_cast<unsigned long long>(u("hits")),
+         static_cast<unsigned long long>(u("misses")), 100.0 * j.value("hit_ratio", 0.0));
+  printf("bytes read  %s from cache, %s from the backing store\n",
+         FormatBytes(u("bytes_from_cache")).c_str(), FormatBytes(u("bytes_from_backing")).c_str());
+  const auto& s = j["staging"];
+  printf(
+      "staging     %llu queued, %llu in flight; %llu files (%s) staged, %llu failed, "
+      "%llu skipped\n",
+      static_cast<unsigned long long>(s.value("queued", uint64_t{0})),
+      static_cast<unsigned long long>(s.value("in_flight", uint64_t{0})),
+      static_cast<unsigned long long>(s.value("files_staged", uint64_t{0})),
+      FormatBytes(s.value("bytes_staged", uint64_t{0})).c_str(),
+      static_cast<unsigned long long>(s.value("failures", uint64_t{0})),
+      static_cast<unsigned long long>(s.value("skipped", uint64_t{0})));
+  printf("evictions   %llu (%s)\n", static_cast<unsigned long long>(u("evictions")),
+         FormatBytes(u("evicted_bytes")).c_str());
+  printf(
+      "note        counters count what reaches the daemon; reads served by the kernel page "
+      "cache are not seen\n");
+}
+
+int RunStatus(const StatusArgs& a) {
+  auto client = ControlClient::Connect(a.mountpoint);
+  if (!client.ok()) return Fail("status", client.status());
+  auto reply = client->Call({{"op", "status"}});
+  if (!reply.ok()) return Fail("status", reply.status());
+  reply->erase("ok");
+  if (a.json) {
+    printf("%s\n", reply->dump(2).c_str());
+  } else {
+    PrintHuman(*reply);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterStatus(CLI::App& app) {
+  auto args = std::make_shared<StatusArgs>();
+  CLI::App* cmd = AddCommand(&app, "status",
+                             "Show a mount's cache use, hits and misses, bytes served from the "
+                             "cache and the backing store, staging queue and evictions.");
+  cmd->add_option("MOUNTPOINT", args->mountpoint, "The mountpoint")->required();
+  cmd->add_flag("--json", args->json, "Print the status object (field names are stable)");
+  cmd->callback([args]() { SetExitCode(RunStatus(*args)); });
+}
+
+}  // namespace clairfs::cli
