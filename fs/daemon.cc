@@ -4,12 +4,15 @@
 
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -247,6 +250,25 @@ void StopDaemon(Daemon* d) {
   }
 }
 
+// Type=notify units: tell systemd the mount is up ($NOTIFY_SOCKET, no libsystemd needed).
+void NotifySystemdReady() {
+  const char* socket_path = getenv("NOTIFY_SOCKET");
+  if (socket_path == nullptr || *socket_path == '\0') return;
+  struct sockaddr_un addr;
+  std::memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  size_t len = std::strlen(socket_path);
+  if (len >= sizeof(addr.sun_path)) return;
+  std::memcpy(addr.sun_path, socket_path, len);
+  if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  const char msg[] = "READY=1";
+  sendto(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL, reinterpret_cast<struct sockaddr*>(&addr),
+         static_cast<socklen_t>(offsetof(struct sockaddr_un, sun_path) + len));
+  close(fd);
+}
+
 }  // namespace
 
 bool IsMountpoint(const std::string& canonical_path) {
@@ -342,17 +364,6 @@ int RunMountDaemon(MountOptions options) {
       close(devnull);
     }
     (*cache_dir)->RecordOwnerPid();
-    // A background daemon must not write onto the user's terminal after the command returned.
-    if (options.log_file.empty() && isatty(STDERR_FILENO)) {
-      options.log_file = paths->cache + "/daemon.log";
-    }
-    if (!options.log_file.empty()) {
-      int log_fd = open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-      if (log_fd >= 0) {
-        dup2(log_fd, STDERR_FILENO);
-        close(log_fd);
-      }
-    }
   }
   SetLogTag("clairfs[" + std::to_string(getpid()) + "]");
 
@@ -371,6 +382,19 @@ int RunMountDaemon(MountOptions options) {
   Log(LogLevel::kInfo, "mounted %s on %s (cache %s, capacity %s)", daemon.paths.backing.c_str(),
       daemon.paths.mountpoint.c_str(), daemon.paths.cache.c_str(),
       daemon.store->capacity() ? FormatBytes(daemon.store->capacity()).c_str() : "device");
+  if (!options.foreground) {
+    // Detach from the caller's stderr: a daemon holding it would hang `$(clairfs mount ...)` or
+    // a pipe, and would write onto a terminal after the command returned.
+    if (options.log_file.empty()) options.log_file = daemon.paths.cache + "/daemon.log";
+    int log_fd = open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log_fd < 0) log_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (log_fd >= 0) {
+      dup2(log_fd, STDERR_FILENO);
+      close(log_fd);
+    }
+  } else {
+    NotifySystemdReady();
+  }
   ReportToParent(ready_fd, "OK");
   Status loop = daemon.adapter->Loop();
   Log(LogLevel::kInfo, "unmounting %s", daemon.paths.mountpoint.c_str());

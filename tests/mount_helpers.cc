@@ -1,0 +1,58 @@
+// Integration-test helpers for real clairfs mounts (see mount_helpers.h).
+#include "tests/mount_helpers.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+namespace clairfs::testing {
+
+CommandResult ClairfsMount::Mount(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {ClairfsBin(), "mount", backing_, mountpoint_, "--cache", cache_};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  CommandResult r = Run(argv, 300);
+  if (r.exit_code == 0) {
+    pid_ = Status().value("pid", -1);
+    guard_.set_pid(pid_);
+  }
+  return r;
+}
+
+nlohmann::json ClairfsMount::Status() {
+  CommandResult r = Run({ClairfsBin(), "status", mountpoint_, "--json"}, 60);
+  if (r.exit_code != 0) return nlohmann::json::object();
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
+bool ClairfsMount::WaitStagingIdle(int timeout_seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto s = Status();
+    if (s.contains("staging") && s["staging"].value("queued", 1) == 0 &&
+        s["staging"].value("in_flight", 1) == 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+CommandResult ClairfsMount::Umount() { return Run({ClairfsBin(), "umount", mountpoint_}, 120); }
+
+std::vector<std::string> ListFilesRecursive(const std::string& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) {
+      out.push_back(it->path().lexically_relative(root).string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace clairfs::testing

@@ -1,0 +1,44 @@
+// Helpers for integration tests that mount clairfs for real: start a mount through the CLI,
+// query its status, wait for staging to settle, and always unmount (the guard's destructor runs
+// even when an assertion fails).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_util.h"
+
+namespace clairfs::testing {
+
+class ClairfsMount {
+ public:
+  ClairfsMount(std::string backing, std::string mountpoint, std::string cache)
+      : backing_(std::move(backing)),
+        mountpoint_(std::move(mountpoint)),
+        cache_(std::move(cache)),
+        guard_(mountpoint_) {}
+  // Runs `clairfs mount BACKING MOUNTPOINT --cache CACHE <extra>`; returns the command result.
+  CommandResult Mount(const std::vector<std::string>& extra = {});
+  // `clairfs status --json`, parsed (an empty object if it failed).
+  nlohmann::json Status();
+  // Waits until nothing is queued or in flight for staging (or the timeout passes).
+  bool WaitStagingIdle(int timeout_seconds = 60);
+  // `clairfs umount`; returns its result.
+  CommandResult Umount();
+  pid_t pid() const { return pid_; }
+  const std::string& mountpoint() const { return mountpoint_; }
+
+ private:
+  std::string backing_, mountpoint_, cache_;
+  MountGuard guard_;
+  pid_t pid_ = -1;
+};
+
+// Every regular file under `root` as relative paths (sorted).
+std::vector<std::string> ListFilesRecursive(const std::string& root);
+
+}  // namespace clairfs::testing

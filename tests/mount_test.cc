@@ -1,0 +1,456 @@
+// Integration tests of the staging mount: real FUSE mounts under a temporary directory, always
+// unmounted by ClairfsMount's guard (even when an assertion fails).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/mount_helpers.h"
+#include "tests/test_util.h"
+
+namespace clairfs::testing {
+namespace {
+
+namespace fsys = std::filesystem;
+
+// A backing tree of `count` files with deterministic content; returns path -> content.
+std::map<std::string, std::string> MakeDataset(const std::string& root, int count, size_t max_size,
+                                               uint64_t seed) {
+  std::map<std::string, std::string> files;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < count; ++i) {
+    std::string rel = "class_" + std::to_string(i % 4) + "/img_" + std::to_string(i) + ".jpg";
+    size_t size = 1 + rng() % max_size;
+    files[rel] = RandomBytes(size, seed * 1000 + static_cast<uint64_t>(i));
+    WriteFile(root + "/" + rel, files[rel]);
+  }
+  return files;
+}
+
+std::string ReadAll(const std::string& path) { return ReadFile(path); }
+
+class MountTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backing_ = dir_ / "backing";
+    mnt_ = dir_ / "mnt";
+    cache_ = dir_ / "cache";
+    MakeDirs(backing_);
+    MakeDirs(mnt_);
+  }
+  TempDir dir_;
+  std::string backing_, mnt_, cache_;
+};
+
+TEST_F(MountTest, ConcurrentRandomReadsAreByteExactFromBackingAndCache) {
+  auto files = MakeDataset(backing_, 40, 300000, 1);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount().exit_code, 0);
+  auto check = [&](int round) {
+    std::atomic<int> bad{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 8; ++t) {
+      readers.emplace_back([&, t] {
+        std::mt19937_64 rng(static_cast<uint64_t>(round * 100 + t));
+        std::vector<std::string> names;
+        for (auto& [k, v] : files) names.push_back(k);
+        std::vector<char> buf(200000);
+        for (int i = 0; i < 300; ++i) {
+          const std::string& rel = names[rng() % names.size()];
+          const std::string& want = files.at(rel);
+          int fd = open((mnt_ + "/" + rel).c_str(), O_RDONLY);
+          if (fd < 0) {
+            ++bad;
+            continue;
+          }
+          size_t off = rng() % (want.size() + 10);
+          size_t len = 1 + rng() % buf.size();
+          ssize_t n = pread(fd, buf.data(), len, static_cast<off_t>(off));
+          size_t expect = off >= want.size() ? 0 : std::min(len, want.size() - off);
+          if (n != static_cast<ssize_t>(expect) ||
+              (expect > 0 && std::memcmp(buf.data(), want.data() + off, expect) != 0)) {
+            ++bad;
+          }
+          close(fd);
+        }
+      });
+    }
+    for (auto& r : readers) r.join();
+    return bad.load();
+  };
+  EXPECT_EQ(check(1), 0);
+  ASSERT_TRUE(m.WaitStagingIdle());
+  auto status = m.Status();
+  EXPECT_EQ(status.value("staged_files", 0), 40);
+  EXPECT_EQ(check(2), 0);
+  EXPECT_GT(m.Status().value("hits", 0), 0);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+struct TreeEntry {
+  std::string type;
+  uint64_t size = 0;
+  unsigned mode = 0;
+  std::string target;
+  bool operator==(const TreeEntry&) const = default;
+};
+
+std::map<std::string, TreeEntry> Snapshot(const std::string& root) {
+  std::map<std::string, TreeEntry> out;
+  std::error_code ec;
+  for (auto it = fsys::recursive_directory_iterator(root, ec);
+       it != fsys::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    struct stat st;
+    std::string path = it->path().string();
+    if (lstat(path.c_str(), &st) != 0) continue;
+    TreeEntry e;
+    e.mode = st.st_mode & 07777;
+    if (S_ISDIR(st.st_mode))
+      e.type = "dir";
+    else if (S_ISLNK(st.st_mode))
+      e.type = "link", e.target = fsys::read_symlink(path).string();
+    else if (S_ISREG(st.st_mode))
+      e.type = "file", e.size = static_cast<uint64_t>(st.st_size);
+    else
+      e.type = "special";
+    out[it->path().lexically_relative(root).string()] = e;
+  }
+  return out;
+}
+
+TEST_F(MountTest, ReaddirEqualsTheBackingTree) {
+  WriteFile(backing_ + "/with space/a b.jpg", "x");
+  WriteFile(backing_ + "/ünïcødé/日本語.png", "yy");
+  WriteFile(backing_ + "/.hidden/.dot", "z");
+  MakeDirs(backing_ + "/empty/inner_empty");
+  std::string deep = backing_;
+  for (int i = 0; i < 25; ++i) deep += "/d" + std::to_string(i);
+  WriteFile(deep + "/leaf.txt", "leaf");
+  MakeDirs(backing_ + "/big");
+  for (int i = 0; i < 10000; ++i) {
+    int fd = open((backing_ + "/big/f" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0644);
+    close(fd);
+  }
+  ASSERT_EQ(symlink("../with space/a b.jpg", (backing_ + "/big/link").c_str()), 0);
+  ASSERT_EQ(symlink("/etc/hostname", (backing_ + "/outside").c_str()), 0);
+  ASSERT_EQ(symlink("dangling-target", (backing_ + "/dangling").c_str()), 0);
+  chmod((backing_ + "/ünïcødé/日本語.png").c_str(), 0600);
+
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount().exit_code, 0);
+  auto want = Snapshot(backing_);
+  auto got = Snapshot(mnt_);
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& [path, entry] : want) {
+    auto it = got.find(path);
+    ASSERT_NE(it, got.end()) << "missing through the mount: " << path;
+    EXPECT_TRUE(it->second == entry)
+        << path << ": " << it->second.type << " " << it->second.size << " " << it->second.mode
+        << " " << it->second.target << " vs " << entry.type << " " << entry.size << " "
+        << entry.mode << " " << entry.target;
+  }
+  // Byte order of names within a directory is what readdir returns.
+  std::vector<std::string> names;
+  for (auto& e : fsys::directory_iterator(mnt_ + "/big")) names.push_back(e.path().filename());
+  EXPECT_EQ(names.size(), 10001u);
+  EXPECT_EQ(ReadAll(mnt_ + "/big/link"), "x");
+  EXPECT_EQ(ReadAll(deep.replace(0, backing_.size(), mnt_) + "/leaf.txt"), "leaf");
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(MountTest, EveryMutationIsErofsAndSpecialFilesAreNotServed) {
+  WriteFile(backing_ + "/dir/file", "data");
+  ASSERT_EQ(mkfifo((backing_ + "/fifo").c_str(), 0644), 0);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount().exit_code, 0);
+  std::string f = mnt_ + "/dir/file";
+  auto expect_erofs = [](int rc, const char* what) {
+    EXPECT_EQ(rc, -1) << what;
+    EXPECT_EQ(errno, EROFS) << what;
+  };
+  expect_erofs(open(f.c_str(), O_WRONLY), "open for write");
+  expect_erofs(open(f.c_str(), O_RDWR), "open read-write");
+  expect_erofs(open((mnt_ + "/new").c_str(), O_CREAT | O_WRONLY, 0644), "create");
+  expect_erofs(mkdir((mnt_ + "/newdir").c_str(), 0755), "mkdir");
+  expect_erofs(unlink(f.c_str()), "unlink");
+  expect_erofs(rmdir((mnt_ + "/dir").c_str()), "rmdir");
+  expect_erofs(rename(f.c_str(), (mnt_ + "/dir/other").c_str()), "rename");
+  expect_erofs(link(f.c_str(), (mnt_ + "/dir/hard").c_str()), "link");
+  expect_erofs(symlink("x", (mnt_ + "/dir/sym").c_str()), "symlink");
+  expect_erofs(chmod(f.c_str(), 0600), "chmod");
+  expect_erofs(truncate(f.c_str(), 0), "truncate");
+  expect_erofs(mknod((mnt_ + "/node").c_str(), S_IFIFO | 0644, 0), "mknod");
+  expect_erofs(setxattr(f.c_str(), "user.x", "1", 1, 0), "setxattr");
+  expect_erofs(removexattr(f.c_str(), "user.x"), "removexattr");
+  struct timespec times[2] = {{0, 0}, {0, 0}};
+  expect_erofs(utimensat(AT_FDCWD, f.c_str(), times, 0), "utimensat");
+  // Still readable.
+  EXPECT_EQ(ReadAll(f), "data");
+  // The FIFO is listed with its attributes; the kernel never forwards its open to the daemon,
+  // so no backing-store byte can flow through it.
+  struct stat st;
+  ASSERT_EQ(lstat((mnt_ + "/fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(m.Status().value("opens", -1), 1);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(MountTest, StagedFilesServeWithoutBackingStoreAfterRemountWithReuse) {
+  auto files = MakeDataset(backing_, 30, 200000, 2);
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount().exit_code, 0);
+    for (auto& [rel, content] : files) ASSERT_EQ(ReadAll(mnt_ + "/" + rel), content);
+    ASSERT_TRUE(m.WaitStagingIdle());
+    EXPECT_EQ(m.Status().value("staged_files", 0), 30);
+    ASSERT_EQ(m.Umount().exit_code, 0);
+  }
+  // The dataset disappears from the backing store.
+  for (auto& [rel, content] : files) ASSERT_EQ(unlink((backing_ + "/" + rel).c_str()), 0);
+  ClairfsMount m(backing_, mnt_, cache_);
+  auto r = m.Mount({"--revalidate", "never", "--manifest", "reuse"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (auto& [rel, content] : files) EXPECT_EQ(ReadAll(mnt_ + "/" + rel), content) << rel;
+  auto status = m.Status();
+  EXPECT_EQ(status.value("bytes_from_backing", -1), 0);
+  EXPECT_EQ(status.value("hits", 0), 30);
+  EXPECT_EQ(status.value("misses", -1), 0);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(MountTest, ChangedBackingFileIsNeverServedStale) {
+  WriteFile(backing_ + "/a.bin", std::string(100000, 'a'));
+  WriteFile(backing_ + "/b.bin", std::string(50000, 'b'));
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount({"--revalidate", "open"}).exit_code, 0);
+    EXPECT_EQ(ReadAll(mnt_ + "/a.bin"), std::string(100000, 'a'));
+    EXPECT_EQ(ReadAll(mnt_ + "/b.bin"), std::string(50000, 'b'));
+    ASSERT_TRUE(m.WaitStagingIdle());
+    EXPECT_EQ(ReadAll(mnt_ + "/a.bin"), std::string(100000, 'a'));  // from the staged copy
+    // Same size, new bytes; and a new size.
+    WriteFile(backing_ + "/a.bin", std::string(100000, 'A'));
+    WriteFile(backing_ + "/b.bin", std::string(70000, 'B'));
+    EXPECT_EQ(ReadAll(mnt_ + "/a.bin"), std::string(100000, 'A'));
+    EXPECT_EQ(ReadAll(mnt_ + "/b.bin"), std::string(70000, 'B'));
+    struct stat st;
+    ASSERT_EQ(stat((mnt_ + "/b.bin").c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 70000);
+    EXPECT_GE(m.Status().value("stale_detected", 0), 2);
+    ASSERT_TRUE(m.WaitStagingIdle());
+    ASSERT_EQ(m.Umount().exit_code, 0);
+  }
+  // Changed again while unmounted: the remount's listing invalidates the staged copy.
+  WriteFile(backing_ + "/a.bin", std::string(100000, 'Z'));
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount().exit_code, 0);
+  EXPECT_EQ(ReadAll(mnt_ + "/a.bin"), std::string(100000, 'Z'));
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(MountTest, KillNineWithCopiesInFlightRecoversByteExact) {
+  auto files = MakeDataset(backing_, 8, 2000000, 3);
+  for (auto& [rel, content] : files) {
+    if (content.size() < 1000000) {
+      content = RandomBytes(1500000, rel.size());
+      WriteFile(backing_ + "/" + rel, content);
+    }
+  }
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    // 1 MB/s: copies stay in CACHE/tmp long enough to kill the daemon under them.
+    ASSERT_EQ(m.Mount({"--stage-bandwidth", "1", "--stage-threads", "4"}).exit_code, 0);
+    for (auto& [rel, content] : files) ASSERT_EQ(ReadAll(mnt_ + "/" + rel), content);
+    size_t in_tmp = 0;
+    for (int i = 0; i < 100 && in_tmp < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      in_tmp = static_cast<size_t>(
+          std::distance(fsys::directory_iterator(cache_ + "/tmp"), fsys::directory_iterator()));
+    }
+    ASSERT_GE(in_tmp, 2u) << "expected copies in flight in CACHE/tmp";
+    ASSERT_GT(m.pid(), 0);
+    ASSERT_EQ(kill(m.pid(), SIGKILL), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  // The guard unmounted the dead mount; recovery runs at the next mount.
+  ClairfsMount m(backing_, mnt_, cache_);
+  auto r = m.Mount();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::distance(fsys::directory_iterator(cache_ + "/tmp"), fsys::directory_iterator()),
+            0);
+  for (auto& [rel, content] : files) EXPECT_EQ(ReadAll(mnt_ + "/" + rel), content) << rel;
+  ASSERT_TRUE(m.WaitStagingIdle(120));
+  for (auto& [rel, content] : files) EXPECT_EQ(ReadAll(mnt_ + "/" + rel), content) << rel;
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+uint64_t AllocatedBytesUnder(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fsys::recursive_directory_iterator(dir, ec);
+       it != fsys::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st;
+    if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      total += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  return total;
+}
+
+TEST_F(MountTest, StagedBytesNeverExceedCapacity) {
+  const uint64_t capacity = 2 << 20;
+  auto files = MakeDataset(backing_, 60, 200000, 4);  // about 6 MB: 3x the capacity
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--capacity", "2M"}).exit_code, 0);
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> max_seen{0}, max_status{0};
+  std::thread sampler([&] {
+    while (!done) {
+      max_seen = std::max<uint64_t>(max_seen, AllocatedBytesUnder(cache_ + "/data"));
+      auto s = m.Status();
+      max_status = std::max<uint64_t>(
+          max_status, s.value("used_bytes", uint64_t{0}) + s.value("reserved_bytes", uint64_t{0}));
+    }
+  });
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (auto& [rel, content] : files) EXPECT_EQ(ReadAll(mnt_ + "/" + rel), content);
+  }
+  EXPECT_TRUE(m.WaitStagingIdle());
+  done = true;
+  sampler.join();
+  EXPECT_LE(max_seen.load(), capacity);
+  EXPECT_LE(max_status.load(), capacity);
+  EXPECT_GT(m.Status().value("evictions", 0), 0);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// A tmpfs mounted for the test's lifetime, always unmounted.
+struct TmpfsGuard {
+  std::string path;
+  bool mounted = false;
+  TmpfsGuard(const std::string& p, const std::string& size) : path(p) {
+    MakeDirs(p);
+    mounted = mount("tmpfs", p.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+  }
+  ~TmpfsGuard() {
+    if (mounted) umount2(path.c_str(), MNT_DETACH);
+  }
+};
+
+TEST_F(MountTest, FullCacheDeviceKeepsReadsCorrect) {
+  TmpfsGuard tmpfs(dir_ / "tiny", "1m");
+  if (!tmpfs.mounted) GTEST_SKIP() << "cannot mount tmpfs here (needs root)";
+  auto files = MakeDataset(backing_, 20, 400000, 5);  // about 4 MB into a 1 MiB device
+  ClairfsMount m(backing_, mnt_, tmpfs.path + "/cache");
+  auto r = m.Mount();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (auto& [rel, content] : files) EXPECT_EQ(ReadAll(mnt_ + "/" + rel), content) << rel;
+    EXPECT_TRUE(m.WaitStagingIdle());
+  }
+  auto s = m.Status();
+  EXPECT_LT(s.value("staged_files", 0), 20);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+void ExpectMountFails(ClairfsMount& m, const std::vector<std::string>& extra,
+                      const std::string& phrase) {
+  CommandResult r = m.Mount(extra);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << r.err;
+  EXPECT_FALSE(IsFuseMounted(m.mountpoint()));
+}
+
+TEST_F(MountTest, MountFailuresPrintOneLineAndLeaveNothingMounted) {
+  WriteFile(backing_ + "/f", "x");
+  {
+    ClairfsMount m(dir_ / "missing", mnt_, cache_);
+    ExpectMountFails(m, {}, "backing directory");
+  }
+  {
+    WriteFile(dir_ / "notempty/file", "x");
+    ClairfsMount m(backing_, dir_ / "notempty", cache_);
+    ExpectMountFails(m, {}, "is not empty");
+  }
+  {
+    MakeDirs(backing_ + "/inner");
+    ClairfsMount m(backing_, backing_ + "/inner", cache_);
+    ExpectMountFails(m, {}, "inside one another");
+  }
+  {
+    WriteFile(dir_ / "afile", "x");
+    ClairfsMount m(backing_, mnt_, dir_ / "afile");
+    ExpectMountFails(m, {}, "cache");
+  }
+  {
+    ClairfsMount first(backing_, mnt_, cache_);
+    ASSERT_EQ(first.Mount().exit_code, 0);
+    MakeDirs(dir_ / "mnt2");
+    ClairfsMount second(backing_, dir_ / "mnt2", cache_);
+    ExpectMountFails(second, {}, "in use by another clairfs");
+    ClairfsMount third(backing_, mnt_, dir_ / "cache3");
+    CommandResult r = third.Mount();
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("busy"), std::string::npos) << r.err;
+    EXPECT_TRUE(IsFuseMounted(mnt_));  // the first mount is untouched
+    EXPECT_EQ(first.Umount().exit_code, 0);
+  }
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    CommandResult r = m.Mount({"--capacity", "lots"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("invalid size"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(MountTest, DeadDaemonsStaleMountIsRecoveredByTheNextMount) {
+  WriteFile(backing_ + "/f", "content");
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount().exit_code, 0);
+    ASSERT_EQ(kill(m.pid(), SIGKILL), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    struct statvfs vfs;
+    EXPECT_NE(statvfs(mnt_.c_str(), &vfs), 0);
+    EXPECT_EQ(errno, ENOTCONN);
+    ClairfsMount again(backing_, mnt_, cache_);
+    CommandResult r = again.Mount();
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("stale mount"), std::string::npos) << r.err;
+    EXPECT_EQ(ReadAll(mnt_ + "/f"), "content");
+    EXPECT_EQ(again.Umount().exit_code, 0);
+  }
+  EXPECT_FALSE(IsFuseMounted(mnt_));
+}
+
+TEST_F(MountTest, UmountOfABusyMountNamesTheProblemAndLazyDetaches) {
+  WriteFile(backing_ + "/f", "content");
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount().exit_code, 0);
+  int fd = open((mnt_ + "/f").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  CommandResult r = testing::Run({ClairfsBin(), "umount", mnt_});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("busy"), std::string::npos) << r.err;
+  r = testing::Run({ClairfsBin(), "umount", "--lazy", mnt_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(IsFuseMounted(mnt_));
+  char buf[16];
+  EXPECT_EQ(read(fd, buf, sizeof(buf)), 7);  // the open file keeps working until closed
+  close(fd);
+}
+
+}  // namespace
+}  // namespace clairfs::testing
