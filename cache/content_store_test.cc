@@ -561,6 +561,78 @@ TEST(ContentStoreTest, MinFreeFromEnv) {
   EXPECT_TRUE(Publish(s->store.get(), &env, "nofit", RandomBytes(5000, 2)).ok());
 }
 
+TEST(ContentStoreTest, LruOrderSurvivesRestart) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  const ContentStoreOptions options{3 * 4096 + 4096, 0};  // room for two 4 KiB copies + estimate
+  {
+    auto s = Open(root, Env::Default(), options);
+    ASSERT_TRUE(s.ok());
+    // Staged oldest first in an order that differs from the index's key order.
+    for (const char* p : {"z", "a", "m"}) {
+      ASSERT_TRUE(Publish(s->store.get(), Env::Default(), p, RandomBytes(4096, p[0])).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_TRUE(s->store->Contains("z"));
+  }
+  auto s = Open(root, Env::Default(), options);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->store->recovery().entries, 3u);
+  // The oldest copy ("z"), not the first key ("a"), is the first victim.
+  ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "new", RandomBytes(4096, 1)).ok());
+  EXPECT_FALSE(s->store->Contains("z"));
+  EXPECT_TRUE(s->store->Contains("a"));
+  EXPECT_TRUE(s->store->Contains("m"));
+}
+
+TEST(ContentStoreTest, ReopenWithSmallerCapacityEvictsDownToIt) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  {
+    auto s = Open(root, Env::Default(), ContentStoreOptions{1 << 20, 0});
+    ASSERT_TRUE(s.ok());
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(
+          Publish(s->store.get(), Env::Default(), "f" + std::to_string(i), RandomBytes(4096, i))
+              .ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  const uint64_t capacity = 3 * 4096;
+  auto s = Open(root, Env::Default(), ContentStoreOptions{capacity, 0});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto st = s->store->stats();
+  EXPECT_LE(st.used_bytes, capacity);
+  EXPECT_EQ(st.files, 3u);
+  EXPECT_EQ(s->store->recovery().evicted, 5u);
+  EXPECT_EQ(s->store->recovery().entries, 3u);
+  EXPECT_TRUE(s->store->Contains("f7"));  // the newest stay
+  EXPECT_FALSE(s->store->Contains("f0"));
+  EXPECT_EQ(CountFiles(root + "/data"), 3u);
+  EXPECT_LE(AllocatedUnder(root + "/data"), capacity);
+}
+
+TEST(ContentStoreTest, FileLargerThanTheDeviceIsEfbigAndEvictsNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  TempDir tmp;
+  std::string dev = tmp / "dev";
+  testing::MakeDirs(dev);
+  if (mount("tmpfs", dev.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
+    GTEST_SKIP() << "cannot mount tmpfs: " << strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{dev};
+  auto s = Open(dev + "/cache", Env::Default(), ContentStoreOptions{0, 1 << 20}, tmp / "index");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "small", RandomBytes(4096, 1)).ok());
+  auto big = s->store->BeginStaging("big", 1536 * 1024);  // 1.5 MiB: never fits above 1 MiB free
+  EXPECT_EQ(big.status().code(), EFBIG) << big.status().message();
+  EXPECT_TRUE(s->store->Contains("small"));
+  EXPECT_EQ(s->store->stats().evictions, 0u);
+}
+
 // --- Injected errors on the cache device. ---
 
 TEST(ContentStoreTest, InjectedErrorsLeaveNoTempAndNoEntry) {
