@@ -4,7 +4,9 @@
 namespace clairfs::cli {
 
 void RegisterAllCommands(CLI::App& app) {
-  static const RegisterFn kCommands[] = {};
+  static const RegisterFn kCommands[] = {
+      RegisterFsck,
+  };
   for (RegisterFn fn : kCommands) fn(app);
 }
 
