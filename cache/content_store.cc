@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "planner/log.h"
@@ -110,6 +111,7 @@ Status ContentStore::Recover() {
   }
   // 2. Keep entries whose data file exists with the recorded size; drop the rest.
   std::unordered_set<std::string> referenced;
+  std::vector<std::pair<int64_t, std::string>> by_age;  // (staged_at_ns, path) of kept entries
   rocksdb::WriteBatch drops;
   auto it = index_->NewIterator(IndexDb::kEntries);
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -127,13 +129,41 @@ Status ContentStore::Recover() {
     used_bytes_ += e.alloc_bytes;
     recovery_.bytes += e.alloc_bytes;
     ++recovery_.entries;
-    policy_->OnInsert(path, e.alloc_bytes);
+    by_age.emplace_back(e.staged_at_ns, path);
     ShardFor(path).entries.emplace(path, std::move(e));
+  }
+  // The policy learns the copies oldest first, so that the least recently staged copy is the
+  // first victim after a restart (not the first path in key order).
+  std::sort(by_age.begin(), by_age.end());
+  for (const auto& [staged_at, path] : by_age) {
+    policy_->OnInsert(path, ShardFor(path).entries[path].alloc_bytes);
   }
   CLAIRFS_RETURN_IF_ERROR(IndexDb::FromRocks(it->status(), "read cache index"));
   it.reset();
   if (drops.Count() > 0) CLAIRFS_RETURN_IF_ERROR(index_->Write(&drops, true));
   files_ = recovery_.entries;
+  // A capacity smaller than at the last run: evict down to it before serving anything.
+  while (capacity_ > 0 && used_bytes_ > capacity_) {
+    auto victim = policy_->PickVictim([&](const std::string& p) {
+      Shard& shard = ShardFor(p);
+      std::lock_guard<std::mutex> lock(shard.mu);
+      auto it = shard.entries.find(p);
+      return it != shard.entries.end() && !it->second.pinned;
+    });
+    if (!victim) {
+      Log(LogLevel::kWarn, "cache %s: pinned copies use %llu bytes, more than the capacity %llu",
+          dir_->root().c_str(), static_cast<unsigned long long>(used_bytes_),
+          static_cast<unsigned long long>(capacity_));
+      break;
+    }
+    const Entry& entry = ShardFor(*victim).entries[*victim];
+    uint64_t alloc = entry.alloc_bytes;
+    referenced.erase(entry.data_name);  // its data file is an orphan if the unlink below fails
+    CLAIRFS_RETURN_IF_ERROR(RemoveEntry(*victim, /*force=*/false, /*count_eviction=*/false));
+    ++recovery_.evicted;
+    --recovery_.entries;
+    recovery_.bytes -= std::min(recovery_.bytes, alloc);
+  }
   // 3. Data files nobody references (published but never indexed, or left by a drop).
   for (int i = 0; i < 256; ++i) {
     char sub[4];
@@ -183,6 +213,13 @@ Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path) {
       struct statvfs vfs;
       CLAIRFS_RETURN_IF_ERROR(env_->StatVfs(dir_->root(), &vfs));
       uint64_t device_free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      uint64_t device_size = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+      if (device_size > 0 && need + options_.min_free > device_size) {
+        // Hopeless even on an empty device: refuse before evicting anything for it.
+        return Status::Error(EFBIG, for_path + " (" + std::to_string(need) +
+                                        " bytes) does not fit on the cache device above its " +
+                                        std::to_string(options_.min_free) + "-byte free floor");
+      }
       std::lock_guard<std::mutex> lock(space_mu_);
       if (FitsLocked(need, device_free)) {
         reserved_bytes_ += need;

@@ -50,6 +50,7 @@ struct RecoveryReport {
   uint64_t temp_removed = 0;     // in-flight copies discarded
   uint64_t entries_dropped = 0;  // index entries without (complete) data
   uint64_t orphans_removed = 0;  // data files without an index entry
+  uint64_t evicted = 0;          // valid copies evicted to fit a capacity smaller than before
 };
 
 struct StagedCopy {

@@ -28,8 +28,9 @@ bool Stager::Enqueue(const std::string& path, const FileIdentity& identity, Stag
     if (done) done(StageOutcome{path, Status::Ok()});
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) {
+    lock.unlock();  // callbacks run without the lock: they may call back into the stager
     if (done) done(StageOutcome{path, Status::Error(ESHUTDOWN, "the mount is going away")});
     return false;
   }
@@ -66,9 +67,12 @@ void Stager::Cancel(const std::string& path) {
     callbacks = std::move(queue_[p->second].callbacks);
     queue_.erase(p->second);
     pending_.erase(p);
-    if (queue_.empty() && in_flight_.empty()) idle_cv_.notify_all();
+    ++delivering_;
   }
   for (auto& cb : callbacks) cb(StageOutcome{path, Status::Error(ECANCELED, "cancelled")});
+  std::lock_guard<std::mutex> lock(mu_);
+  --delivering_;
+  if (IdleLocked()) idle_cv_.notify_all();
 }
 
 void Stager::Shutdown() {
@@ -96,7 +100,7 @@ void Stager::Shutdown() {
 
 void Stager::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return (queue_.empty() && in_flight_.empty()) || stopping_; });
+  idle_cv_.wait(lock, [&] { return IdleLocked() || stopping_; });
 }
 
 StagerStats Stager::stats() {
@@ -132,14 +136,20 @@ void Stager::WorkerLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       callbacks = std::move(in_flight_[request.path]);
       in_flight_.erase(request.path);
-      if (queue_.empty() && in_flight_.empty()) idle_cv_.notify_all();
+      ++delivering_;
     }
     for (auto& cb : callbacks) cb(StageOutcome{request.path, st});
+    {
+      // Idle only once the outcome is delivered: WaitIdle() callers may free what callbacks use.
+      std::lock_guard<std::mutex> lock(mu_);
+      --delivering_;
+      if (IdleLocked()) idle_cv_.notify_all();
+    }
   }
 }
 
-void Stager::Throttle(size_t bytes) {
-  if (options_.bandwidth == 0) return;
+bool Stager::Throttle(size_t bytes) {
+  if (options_.bandwidth == 0) return true;
   const double rate = static_cast<double>(options_.bandwidth);
   const double burst = std::max(rate / 10, static_cast<double>(options_.chunk_size));
   for (;;) {
@@ -151,12 +161,15 @@ void Stager::Throttle(size_t bytes) {
       last_refill_ns_ = now;
       if (tokens_ >= static_cast<double>(bytes) || tokens_ >= burst) {
         tokens_ -= static_cast<double>(bytes);  // may go negative for a chunk larger than burst
-        return;
+        return true;
       }
       wait_ns = static_cast<uint64_t>((static_cast<double>(bytes) - tokens_) / rate * 1e9);
     }
     // A staging worker sleeping here never holds up a reader: readers do not wait for staging.
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(wait_ns, 50000000)));
+    // A low rate can mean minutes of waiting: Shutdown() must not wait for it.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
   }
 }
 
@@ -205,7 +218,10 @@ Status Stager::CopyOne(const Request& request) {
     }
     size_t want = static_cast<size_t>(
         std::min<uint64_t>(options_.chunk_size, request.identity.size - offset));
-    Throttle(want);
+    if (!Throttle(want)) {
+      copy_status = Status::Error(ESHUTDOWN, "the mount is going away");
+      break;
+    }
     auto n = env_->Pread(*src, buffer.get(), want, static_cast<off_t>(offset));
     if (!n.ok()) {
       copy_status = n.status().WithContext("read " + source);

@@ -71,7 +71,8 @@ class Stager {
   // Cancels everything pending and waits for in-flight copies.
   void Shutdown();
   StagerStats stats();
-  // Blocks until nothing is queued or in flight (tests, offline staging).
+  // Blocks until nothing is queued or in flight and every callback has returned (tests, offline
+  // staging).
   void WaitIdle();
 
  private:
@@ -86,18 +87,21 @@ class Stager {
 
   void WorkerLoop();
   Status CopyOne(const Request& request);
-  void Throttle(size_t bytes);
+  // Waits for `bytes` of tokens; false if Shutdown() began meanwhile.
+  bool Throttle(size_t bytes);
+  bool IdleLocked() const { return queue_.empty() && in_flight_.empty() && delivering_ == 0; }
 
   StagerOptions options_;
   ContentStore* store_;
   Env* env_;
 
-  std::mutex mu_;  // guards queue_, pending_, in_flight_, stopping_, seq_
+  std::mutex mu_;  // guards queue_, pending_, in_flight_, delivering_, stopping_, seq_
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
   std::map<QueueKey, Request> queue_;
   std::unordered_map<std::string, QueueKey> pending_;  // path -> its queue key
   std::unordered_map<std::string, std::vector<Callback>> in_flight_;
+  int delivering_ = 0;  // outcomes being passed to callbacks outside the lock
   bool stopping_ = false;
   uint64_t seq_ = 0;
 

@@ -8,6 +8,7 @@ void RegisterAllCommands(CLI::App& app) {
       RegisterMount,
       RegisterUmount,
       RegisterStatus,
+      RegisterFsck,
   };
   for (RegisterFn fn : kCommands) fn(app);
 }

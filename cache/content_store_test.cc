@@ -1,0 +1,742 @@
+// Tests of ContentStore: publish/Find, the crash-safety of the publish protocol (a simulated crash
+// at every step, and real process deaths), recovery from hand-made damage, capacity and LRU
+// eviction, pinning, min_free, injected ENOSPC/EIO, and the cache directory's lock and format.
+#include "cache/content_store.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <list>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cache/cache_dir.h"
+#include "cache/fault_env.h"
+#include "cache/index_db.h"
+#include "tests/test_util.h"
+
+extern char** environ;
+
+namespace clairfs {
+namespace {
+
+using testing::PathExists;
+using testing::RandomBytes;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WriteFile;
+namespace fsys = std::filesystem;
+
+// A cache directory, its index and the store on it, torn down in the right order.
+struct OpenStore {
+  std::unique_ptr<CacheDir> dir;
+  std::unique_ptr<IndexDb> index;
+  std::unique_ptr<ContentStore> store;
+};
+
+Result<OpenStore> Open(const std::string& root, Env* env, ContentStoreOptions options = {},
+                       const std::string& index_dir = "") {
+  OpenStore s;
+  auto dir = CacheDir::Acquire(root, env);
+  if (!dir.ok()) return dir.status();
+  s.dir = std::move(*dir);
+  auto index = IndexDb::Open(index_dir.empty() ? s.dir->index_dir() : index_dir);
+  if (!index.ok()) return index.status();
+  s.index = std::move(*index);
+  auto store = ContentStore::Open(s.dir.get(), s.index.get(), env, options, NewLruPolicy());
+  if (!store.ok()) return store.status();
+  s.store = std::move(*store);
+  return s;
+}
+
+void Close(OpenStore* s) {
+  s->store.reset();
+  s->index.reset();
+  s->dir.reset();
+}
+
+FileIdentity IdentityFor(const std::string& data) {
+  return FileIdentity{data.size(), 1000, 2000, 42};
+}
+
+// Publishes `data` as `path` the way the stager does, writing in `chunk`-byte pieces.
+Status Publish(ContentStore* store, Env* env, const std::string& path, const std::string& data,
+               size_t chunk = 4096) {
+  auto slot = store->BeginStaging(path, data.size());
+  if (!slot.ok()) return slot.status();
+  for (size_t off = 0; off < data.size(); off += chunk) {
+    size_t n = std::min(chunk, data.size() - off);
+    Status st = env->PwriteAll(slot->fd, data.data() + off, n, static_cast<off_t>(off));
+    if (!st.ok()) {
+      store->Abort(&*slot);
+      return st;
+    }
+  }
+  return store->Commit(&*slot, IdentityFor(data));
+}
+
+size_t CountFiles(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : fsys::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) ++n;
+  }
+  return n;
+}
+
+uint64_t AllocatedUnder(const std::string& dir) {
+  uint64_t total = 0;
+  for (const auto& e : fsys::recursive_directory_iterator(dir)) {
+    struct stat st;
+    if (e.is_regular_file() && lstat(e.path().c_str(), &st) == 0) {
+      total += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  return total;
+}
+
+TEST(ContentStoreTest, PublishThenFindServesExactBytes) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  auto s = Open(root, Env::Default());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  std::string data = RandomBytes(10000, 1);
+  EXPECT_FALSE(s->store->Find("a/b.jpg").has_value());
+  ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "a/b.jpg", data).ok());
+  auto copy = s->store->Find("a/b.jpg");
+  ASSERT_TRUE(copy.has_value());
+  EXPECT_EQ(ReadFile(copy->data_path), data);
+  EXPECT_EQ(copy->identity, IdentityFor(data));
+  EXPECT_EQ(copy->data_path.rfind(root + "/data/", 0), 0u) << copy->data_path;
+  struct stat st;
+  ASSERT_EQ(lstat(copy->data_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(s->store->stats().files, 1u);
+  EXPECT_EQ(s->store->stats().reserved_bytes, 0u);
+  EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+  // Publishing the same path again is refused while it is staged.
+  EXPECT_EQ(s->store->BeginStaging("a/b.jpg", 10).status().code(), EEXIST);
+
+  Close(&*s);
+  auto again = Open(root, Env::Default());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->store->recovery().entries, 1u);
+  EXPECT_EQ(again->store->recovery().entries_dropped, 0u);
+  EXPECT_EQ(again->store->recovery().orphans_removed, 0u);
+  auto after = again->store->Find("a/b.jpg");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(ReadFile(after->data_path), data);
+}
+
+TEST(ContentStoreTest, PublishProtocolRunsStepsInOrder) {
+  TempDir tmp;
+  FaultInjectionEnv env;
+  auto s = Open(tmp / "cache", &env);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  env.ResetCounts();
+  env.SetTracing(true);
+  ASSERT_TRUE(Publish(s->store.get(), &env, "x", RandomBytes(3 * 4096, 2)).ok());
+  std::vector<std::string> ops;
+  for (const auto& line : env.trace()) ops.push_back(line.substr(0, line.find(' ')));
+  std::vector<std::string> expected = {"statvfs", "open",  "pwrite", "pwrite", "pwrite",
+                                       "fsync",   "fstat", "close",  "rename", "syncdir"};
+  EXPECT_EQ(ops, expected);
+  EXPECT_EQ(env.calls(FaultOp::kPwrite), 3u);
+  EXPECT_NE(env.trace()[1].find("/tmp/"), std::string::npos);
+  EXPECT_NE(env.trace()[9].find("/data/"), std::string::npos);
+}
+
+// Crash (every Env call fails from step k on) at every step of publishing "x"; then re-open with
+// the default Env: "x" is never found, no temp is left, no data file lacks an entry, and the
+// previously published "keep" is intact.
+TEST(ContentStoreTest, CrashAtEveryPublishStepRecovers) {
+  const std::string keep = RandomBytes(5000, 3);
+  const std::string data = RandomBytes(3 * 4096 + 17, 4);
+  bool finished = false;
+  for (uint64_t k = 0; !finished; ++k) {
+    ASSERT_LT(k, 50u) << "the publish never completed";
+    SCOPED_TRACE("crash after " + std::to_string(k) + " steps");
+    TempDir tmp;
+    std::string root = tmp / "cache";
+    FaultInjectionEnv env;
+    auto s = Open(root, &env);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_TRUE(Publish(s->store.get(), &env, "keep", keep).ok());
+    env.ResetCounts();
+    env.SetTracing(true);
+    env.CrashAfter(k);
+    Status st = Publish(s->store.get(), &env, "x", data);
+    bool crashed = env.crashed();
+    std::vector<std::string> trace = env.trace();
+    if (!crashed) {
+      ASSERT_TRUE(st.ok()) << st.message();
+      finished = true;  // k is past the last step: every step has had its crash
+    } else {
+      EXPECT_FALSE(st.ok());
+      EXPECT_FALSE(s->store->Find("x").has_value());
+    }
+    bool renamed = false, opened = false;
+    for (uint64_t i = 0; i < k && i < trace.size(); ++i) {
+      if (trace[i].rfind("open", 0) == 0) opened = true;
+      if (trace[i].rfind("rename", 0) == 0) renamed = true;
+    }
+    Close(&*s);  // the "dead" process's in-memory state is gone; its files stay as they are
+
+    auto r = Open(root, Env::Default());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const RecoveryReport& rep = r->store->recovery();
+    EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+    if (crashed) {
+      EXPECT_FALSE(r->store->Find("x").has_value());
+      EXPECT_EQ(rep.entries, 1u);
+      EXPECT_EQ(rep.temp_removed, opened && !renamed ? 1u : 0u);
+      EXPECT_EQ(rep.orphans_removed, renamed ? 1u : 0u);
+    } else {
+      auto x = r->store->Find("x");
+      ASSERT_TRUE(x.has_value());
+      EXPECT_EQ(ReadFile(x->data_path), data);
+      EXPECT_EQ(rep.entries, 2u);
+    }
+    EXPECT_EQ(CountFiles(root + "/data"), rep.entries);
+    auto kept = r->store->Find("keep");
+    ASSERT_TRUE(kept.has_value());
+    EXPECT_EQ(ReadFile(kept->data_path), keep);
+    // The store works after recovery.
+    if (crashed) {
+      ASSERT_TRUE(Publish(r->store.get(), Env::Default(), "x", data).ok());
+      EXPECT_EQ(ReadFile(r->store->Find("x")->data_path), data);
+    }
+  }
+}
+
+// --- Real process deaths: the child runs this (disabled) test in a fresh process. ---
+
+std::string ContentFor(const std::string& path) {
+  uint64_t seed = std::hash<std::string>()(path);
+  return RandomBytes(1000 + seed % 30000, seed);
+}
+
+TEST(ContentStoreCrashChild, DISABLED_PublishLoop) {
+  const char* root = getenv("CLAIRFS_CRASH_ROOT");
+  const char* mode = getenv("CLAIRFS_CRASH_MODE");
+  if (root == nullptr || mode == nullptr) GTEST_SKIP() << "run by CrashChildProcess tests only";
+  auto s = Open(root, Env::Default());
+  if (!s.ok()) _exit(3);
+  for (int i = 0;; ++i) {
+    std::string path = "f" + std::to_string(i) + "-" + std::to_string(getpid());
+    if (!Publish(s->store.get(), Env::Default(), path, ContentFor(path)).ok()) _exit(4);
+    // Dies with no cleanup right after the index write returned: no destructor, no close.
+    if (std::string(mode) == "once") _exit(0);
+  }
+}
+
+pid_t SpawnChild(const std::string& root, const std::string& mode) {
+  std::string self = fsys::read_symlink("/proc/self/exe");
+  std::vector<std::string> args = {self,
+                                   "--gtest_filter=ContentStoreCrashChild.DISABLED_PublishLoop",
+                                   "--gtest_also_run_disabled_tests"};
+  std::vector<std::string> envs = {"CLAIRFS_CRASH_ROOT=" + root, "CLAIRFS_CRASH_MODE=" + mode};
+  for (char** e = environ; *e; ++e) envs.push_back(*e);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : envs) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+// Checks the invariants after a real crash: every entry found has the exact bytes, nothing in tmp,
+// every data file has an entry. Returns the number of entries.
+uint64_t CheckRecovered(const std::string& root) {
+  auto r = Open(root, Env::Default());
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return 0;
+  for (const auto& path : r->store->Paths()) {
+    auto copy = r->store->Find(path, false);
+    EXPECT_TRUE(copy.has_value());
+    if (copy) {
+      EXPECT_EQ(ReadFile(copy->data_path), ContentFor(path)) << path;
+    }
+  }
+  EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+  EXPECT_EQ(CountFiles(root + "/data"), r->store->recovery().entries);
+  return r->store->recovery().entries;
+}
+
+TEST(ContentStoreTest, ProcessDeathRightAfterIndexWriteKeepsTheCopy) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  pid_t pid = SpawnChild(root, "once");
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(CheckRecovered(root), 1u);
+}
+
+TEST(ContentStoreTest, KillNineAtRandomInstantsLeavesAConsistentCache) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  uint64_t last = 0;
+  for (int round = 0; round < 5; ++round) {
+    pid_t pid = SpawnChild(root, "loop");
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + 97 * round));
+    kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child ended on its own: " << status;
+    uint64_t n = CheckRecovered(root);
+    EXPECT_GE(n, last);  // nothing committed earlier is lost
+    last = n;
+  }
+  EXPECT_GT(last, 0u);
+}
+
+// --- Recovery from damage done by hand. ---
+
+TEST(ContentStoreTest, RecoveryDropsDamagedEntriesAndRemovesOrphansAndTemps) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  std::map<std::string, std::string> data_paths;
+  {
+    auto s = Open(root, Env::Default());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    for (const char* p : {"truncated", "deleted", "grown", "emptied", "good"}) {
+      ASSERT_TRUE(Publish(s->store.get(), Env::Default(), p, RandomBytes(9000, p[0])).ok());
+      data_paths[p] = s->store->Find(p)->data_path;
+    }
+  }
+  ASSERT_EQ(truncate(data_paths["truncated"].c_str(), 4000), 0);
+  ASSERT_EQ(unlink(data_paths["deleted"].c_str()), 0);
+  WriteFile(data_paths["grown"], RandomBytes(9001, 9));
+  ASSERT_EQ(truncate(data_paths["emptied"].c_str(), 0), 0);
+  WriteFile(root + "/data/ab/stray", "not ours");
+  WriteFile(root + "/tmp/inflight", "half");
+
+  auto s = Open(root, Env::Default());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const RecoveryReport& rep = s->store->recovery();
+  EXPECT_EQ(rep.entries, 1u);
+  EXPECT_EQ(rep.entries_dropped, 4u);
+  EXPECT_EQ(rep.orphans_removed, 4u);  // stray + the data of truncated, grown, emptied
+  EXPECT_EQ(rep.temp_removed, 1u);
+  EXPECT_GT(rep.bytes, 0u);
+  for (const char* p : {"truncated", "deleted", "grown", "emptied"}) {
+    EXPECT_FALSE(s->store->Find(p).has_value()) << p;
+  }
+  auto good = s->store->Find("good");
+  ASSERT_TRUE(good.has_value());
+  EXPECT_EQ(ReadFile(good->data_path), RandomBytes(9000, 'g'));
+  EXPECT_EQ(CountFiles(root + "/data"), 1u);
+  EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+  EXPECT_EQ(s->store->stats().used_bytes, rep.bytes);
+  Close(&*s);
+
+  // A second recovery finds nothing more to fix.
+  auto again = Open(root, Env::Default());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->store->recovery().entries, 1u);
+  EXPECT_EQ(again->store->recovery().entries_dropped, 0u);
+  EXPECT_EQ(again->store->recovery().orphans_removed, 0u);
+  EXPECT_EQ(again->store->recovery().temp_removed, 0u);
+}
+
+TEST(ContentStoreTest, CorruptIndexRecordIsDropped) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  {
+    auto s = Open(root, Env::Default());
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "a", "hello").ok());
+    ASSERT_TRUE(s->index->Put(IndexDb::kEntries, "bogus", "\x01garbage", true).ok());
+  }
+  auto s = Open(root, Env::Default());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->store->recovery().entries, 1u);
+  EXPECT_EQ(s->store->recovery().entries_dropped, 1u);
+  EXPECT_FALSE(s->store->Find("bogus").has_value());
+  auto left = s->index->Get(IndexDb::kEntries, "bogus");
+  ASSERT_TRUE(left.ok());
+  EXPECT_FALSE(left->has_value());
+}
+
+// --- Capacity and eviction. ---
+
+// Checks a condition on every Env call of the store (so "at every step", not just between
+// publishes).
+class CheckingEnv : public EnvWrapper {
+ public:
+  explicit CheckingEnv(std::function<void()> check)
+      : EnvWrapper(Env::Default()), check_(std::move(check)) {}
+  Result<int> Open(const std::string& path, int flags, mode_t mode) override {
+    check_();
+    return EnvWrapper::Open(path, flags, mode);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    check_();
+    return EnvWrapper::Rename(from, to);
+  }
+  Status Unlink(const std::string& path) override {
+    check_();
+    return EnvWrapper::Unlink(path);
+  }
+  Status SyncDir(const std::string& dir) override {
+    check_();
+    return EnvWrapper::SyncDir(dir);
+  }
+
+ private:
+  std::function<void()> check_;
+};
+
+TEST(ContentStoreTest, CapacityNeverExceededAndLruOrderHolds) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  const uint64_t capacity = 10 * 4096 + 4096;
+  ContentStore* store = nullptr;
+  uint64_t checks = 0;
+  CheckingEnv env([&] {
+    if (store == nullptr) return;
+    ++checks;
+    auto st = store->stats();
+    ASSERT_LE(st.used_bytes + st.reserved_bytes, capacity);
+  });
+  auto s = Open(root, &env, ContentStoreOptions{capacity, 0});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  store = s->store.get();
+
+  // A model LRU: most recent at the front.
+  std::list<std::string> model;
+  std::map<std::string, uint64_t> alloc;
+  uint64_t used = 0;
+  std::vector<std::string> evicted;
+  for (int i = 0; i < 33; ++i) {  // 3x the capacity in files
+    std::string path = "f" + std::to_string(i);
+    std::string data = RandomBytes(4096, i);
+    // Expected victims: oldest first until the new file's estimate (2 blocks) fits.
+    std::vector<std::string> expect_victims;
+    while (used + 8192 > capacity) {
+      expect_victims.push_back(model.back());
+      used -= alloc[model.back()];
+      model.pop_back();
+    }
+    uint64_t before = store->stats().evictions;
+    ASSERT_TRUE(Publish(store, &env, path, data).ok()) << path;
+    EXPECT_EQ(store->stats().evictions - before, expect_victims.size()) << path;
+    for (const auto& v : expect_victims) EXPECT_FALSE(store->Contains(v)) << v << " for " << path;
+    auto copy = store->Find(path);
+    ASSERT_TRUE(copy.has_value());
+    alloc[path] = copy->alloc_bytes;
+    used += copy->alloc_bytes;
+    model.push_front(path);
+    // Every third step, use an older file so that LRU differs from FIFO.
+    if (i % 3 == 2 && model.size() > 3) {
+      std::string old = *std::next(model.begin(), static_cast<long>(model.size()) - 2);
+      ASSERT_TRUE(store->Find(old).has_value());
+      model.remove(old);
+      model.push_front(old);
+    }
+    for (const auto& m : model) EXPECT_TRUE(store->Contains(m)) << m;
+    EXPECT_EQ(store->stats().used_bytes, used);
+    EXPECT_LE(AllocatedUnder(root + "/data") + AllocatedUnder(root + "/tmp"), capacity);
+  }
+  EXPECT_GT(checks, 100u);
+  EXPECT_GE(store->stats().evictions, 20u);
+  store = nullptr;
+}
+
+TEST(ContentStoreTest, PinnedCopiesAreNotEvicted) {
+  TempDir tmp;
+  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{4 * 4096, 0});
+  ASSERT_TRUE(s.ok());
+  ContentStore* store = s->store.get();
+  ASSERT_TRUE(Publish(store, Env::Default(), "p", RandomBytes(4096, 1)).ok());
+  ASSERT_TRUE(store->SetPinned("p", true).ok());
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(Publish(store, Env::Default(), "o" + std::to_string(i), RandomBytes(4096, i)).ok());
+    EXPECT_TRUE(store->Contains("p"));
+  }
+  // The capacity holds three copies: "p", "o4", "o5". Pin the other two: nothing is evictable.
+  ASSERT_TRUE(store->SetPinned("o4", true).ok());
+  ASSERT_TRUE(store->SetPinned("o5", true).ok());
+  auto full = store->BeginStaging("q", 4096);
+  EXPECT_EQ(full.status().code(), ENOSPC) << full.status().message();
+  EXPECT_NE(full.status().message().find("nothing to evict"), std::string::npos);
+  EXPECT_TRUE(store->Contains("p"));
+  EXPECT_TRUE(store->Contains("o5"));
+  EXPECT_EQ(store->Evict("p").code(), EBUSY);
+  EXPECT_TRUE(store->Evict("p", /*force=*/true).ok());
+  EXPECT_FALSE(store->Contains("p"));
+  EXPECT_EQ(store->stats().reserved_bytes, 0u);
+  // The pin survives a restart.
+  std::string root = s->dir->root();
+  Close(&*s);
+  auto r = Open(root, Env::Default(), ContentStoreOptions{4 * 4096, 0});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->store->Find("o5").has_value());
+  EXPECT_TRUE(r->store->Find("o5")->pinned);
+}
+
+TEST(ContentStoreTest, FileLargerThanCapacityIsEfbig) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  auto s = Open(root, Env::Default(), ContentStoreOptions{64 * 1024, 0});
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "small", "x").ok());
+  auto big = s->store->BeginStaging("big", 64 * 1024);
+  EXPECT_EQ(big.status().code(), EFBIG);
+  EXPECT_NE(big.status().message().find("big"), std::string::npos);
+  EXPECT_TRUE(s->store->Contains("small"));  // nothing evicted for a hopeless file
+  EXPECT_EQ(s->store->stats().reserved_bytes, 0u);
+  EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+  // The path is not left marked as staging.
+  EXPECT_TRUE(Publish(s->store.get(), Env::Default(), "big", "now small").ok());
+}
+
+TEST(ContentStoreTest, MinFreeHonouredOnATinyTmpfs) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root (see MinFreeFromEnv)";
+  TempDir tmp;
+  std::string dev = tmp / "dev";
+  testing::MakeDirs(dev);
+  if (mount("tmpfs", dev.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
+    GTEST_SKIP() << "cannot mount tmpfs: " << strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{dev};
+  const uint64_t min_free = 1 << 20;
+  std::string root = dev + "/cache";
+  {
+    // The index lives off the tiny device (RocksDB preallocates its log).
+    auto s = Open(root, Env::Default(), ContentStoreOptions{0, min_free}, tmp / "index");
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    for (int i = 0; i < 40; ++i) {  // 2.5 MiB into a 2 MiB device
+      std::string path = "f" + std::to_string(i);
+      Status st = Publish(s->store.get(), Env::Default(), path, RandomBytes(64 * 1024, i));
+      ASSERT_TRUE(st.ok()) << path << ": " << st.message();
+      struct statvfs vfs;
+      ASSERT_EQ(statvfs(dev.c_str(), &vfs), 0);
+      EXPECT_GE(static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize, min_free) << path;
+    }
+    EXPECT_GT(s->store->stats().evictions, 20u);
+    EXPECT_TRUE(s->store->Contains("f39"));
+  }
+}
+
+TEST(ContentStoreTest, MinFreeFromEnv) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  FaultInjectionEnv env;
+  const uint64_t min_free = 100 << 20;
+  auto s = Open(root, &env, ContentStoreOptions{0, min_free});
+  ASSERT_TRUE(s.ok());
+  env.SetFreeBytes(min_free + 8192);
+  ASSERT_TRUE(Publish(s->store.get(), &env, "fits", RandomBytes(4096, 1)).ok());
+  // 8192 + 4096 more would eat into min_free: everything evictable goes, then ENOSPC.
+  Status st = Publish(s->store.get(), &env, "nofit", RandomBytes(5000, 2));
+  EXPECT_EQ(st.code(), ENOSPC) << st.message();
+  EXPECT_FALSE(s->store->Contains("nofit"));
+  EXPECT_EQ(s->store->stats().reserved_bytes, 0u);
+  EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+  env.SetFreeBytes(std::nullopt);
+  EXPECT_TRUE(Publish(s->store.get(), &env, "nofit", RandomBytes(5000, 2)).ok());
+}
+
+TEST(ContentStoreTest, LruOrderSurvivesRestart) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  const ContentStoreOptions options{3 * 4096 + 4096, 0};  // room for two 4 KiB copies + estimate
+  {
+    auto s = Open(root, Env::Default(), options);
+    ASSERT_TRUE(s.ok());
+    // Staged oldest first in an order that differs from the index's key order.
+    for (const char* p : {"z", "a", "m"}) {
+      ASSERT_TRUE(Publish(s->store.get(), Env::Default(), p, RandomBytes(4096, p[0])).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_TRUE(s->store->Contains("z"));
+  }
+  auto s = Open(root, Env::Default(), options);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->store->recovery().entries, 3u);
+  // The oldest copy ("z"), not the first key ("a"), is the first victim.
+  ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "new", RandomBytes(4096, 1)).ok());
+  EXPECT_FALSE(s->store->Contains("z"));
+  EXPECT_TRUE(s->store->Contains("a"));
+  EXPECT_TRUE(s->store->Contains("m"));
+}
+
+TEST(ContentStoreTest, ReopenWithSmallerCapacityEvictsDownToIt) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  {
+    auto s = Open(root, Env::Default(), ContentStoreOptions{1 << 20, 0});
+    ASSERT_TRUE(s.ok());
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(
+          Publish(s->store.get(), Env::Default(), "f" + std::to_string(i), RandomBytes(4096, i))
+              .ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  const uint64_t capacity = 3 * 4096;
+  auto s = Open(root, Env::Default(), ContentStoreOptions{capacity, 0});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto st = s->store->stats();
+  EXPECT_LE(st.used_bytes, capacity);
+  EXPECT_EQ(st.files, 3u);
+  EXPECT_EQ(s->store->recovery().evicted, 5u);
+  EXPECT_EQ(s->store->recovery().entries, 3u);
+  EXPECT_TRUE(s->store->Contains("f7"));  // the newest stay
+  EXPECT_FALSE(s->store->Contains("f0"));
+  EXPECT_EQ(CountFiles(root + "/data"), 3u);
+  EXPECT_LE(AllocatedUnder(root + "/data"), capacity);
+}
+
+TEST(ContentStoreTest, FileLargerThanTheDeviceIsEfbigAndEvictsNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  TempDir tmp;
+  std::string dev = tmp / "dev";
+  testing::MakeDirs(dev);
+  if (mount("tmpfs", dev.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
+    GTEST_SKIP() << "cannot mount tmpfs: " << strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{dev};
+  auto s = Open(dev + "/cache", Env::Default(), ContentStoreOptions{0, 1 << 20}, tmp / "index");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "small", RandomBytes(4096, 1)).ok());
+  auto big = s->store->BeginStaging("big", 1536 * 1024);  // 1.5 MiB: never fits above 1 MiB free
+  EXPECT_EQ(big.status().code(), EFBIG) << big.status().message();
+  EXPECT_TRUE(s->store->Contains("small"));
+  EXPECT_EQ(s->store->stats().evictions, 0u);
+}
+
+// --- Injected errors on the cache device. ---
+
+TEST(ContentStoreTest, InjectedErrorsLeaveNoTempAndNoEntry) {
+  struct Case {
+    FaultOp op;
+    uint64_t nth;
+    int err;
+  };
+  for (const Case& c : {Case{FaultOp::kPwrite, 2, ENOSPC}, Case{FaultOp::kFsync, 1, EIO},
+                        Case{FaultOp::kFsync, 1, ENOSPC}, Case{FaultOp::kOpen, 1, ENOSPC},
+                        Case{FaultOp::kRename, 1, EIO}, Case{FaultOp::kSyncDir, 1, EIO},
+                        Case{FaultOp::kClose, 1, EIO}, Case{FaultOp::kStatVfs, 1, EIO}}) {
+    SCOPED_TRACE(std::string(FaultOpName(c.op)) + " " + strerror(c.err));
+    TempDir tmp;
+    std::string root = tmp / "cache";
+    FaultInjectionEnv env;
+    auto s = Open(root, &env);
+    ASSERT_TRUE(s.ok());
+    env.FailNth(c.op, c.nth, c.err);
+    Status st = Publish(s->store.get(), &env, "x", RandomBytes(3 * 4096, 5));
+    EXPECT_EQ(st.code(), c.err) << st.message();
+    EXPECT_FALSE(s->store->Contains("x"));
+    EXPECT_EQ(s->store->stats().reserved_bytes, 0u);
+    EXPECT_EQ(s->store->stats().files, 0u);
+    EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+    EXPECT_EQ(CountFiles(root + "/data"), 0u);
+    // The path can be staged again once the fault is gone.
+    EXPECT_TRUE(Publish(s->store.get(), &env, "x", RandomBytes(3 * 4096, 5)).ok());
+  }
+}
+
+TEST(ContentStoreTest, ShortCopyIsNotPublished) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  auto s = Open(root, Env::Default());
+  ASSERT_TRUE(s.ok());
+  auto slot = s->store->BeginStaging("x", 10000);
+  ASSERT_TRUE(slot.ok());
+  std::string part = RandomBytes(5000, 1);
+  ASSERT_TRUE(Env::Default()->PwriteAll(slot->fd, part.data(), part.size(), 0).ok());
+  Status st = s->store->Commit(&*slot, FileIdentity{10000, 1, 1, 1});
+  EXPECT_EQ(st.code(), EIO);
+  EXPECT_FALSE(s->store->Contains("x"));
+  EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+  EXPECT_EQ(s->store->stats().reserved_bytes, 0u);
+}
+
+// --- Cache directory: format, lock, permissions. ---
+
+TEST(CacheDirTest, FormatMismatchRefusedClearly) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  { ASSERT_TRUE(CacheDir::Acquire(root, Env::Default()).ok()); }
+  WriteFile(root + "/FORMAT", "clairfs-cache 99\n");
+  auto dir = CacheDir::Acquire(root, Env::Default());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().code(), EPROTO);
+  EXPECT_NE(dir.status().message().find("clairfs-cache 99"), std::string::npos)
+      << dir.status().message();
+  EXPECT_NE(dir.status().message().find("clairfs-cache 1"), std::string::npos);
+  EXPECT_NE(dir.status().message().find(root), std::string::npos);
+}
+
+TEST(CacheDirTest, ForeignNonEmptyDirectoryRefused) {
+  TempDir tmp;
+  WriteFile(tmp / "precious.txt", "user data");
+  auto dir = CacheDir::Acquire(tmp.path(), Env::Default());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().code(), ENOTEMPTY);
+  EXPECT_NE(dir.status().message().find("precious.txt"), std::string::npos);
+  EXPECT_EQ(ReadFile(tmp / "precious.txt"), "user data");
+}
+
+TEST(CacheDirTest, SecondAcquireIsEbusyNamingThePid) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  auto first = CacheDir::Acquire(root, Env::Default());
+  ASSERT_TRUE(first.ok());
+  auto second = CacheDir::Acquire(root, Env::Default());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), EBUSY);
+  EXPECT_NE(second.status().message().find("pid " + std::to_string(getpid())), std::string::npos)
+      << second.status().message();
+  first->reset();
+  EXPECT_TRUE(CacheDir::Acquire(root, Env::Default()).ok());
+}
+
+TEST(CacheDirTest, LayoutIsPrivate) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  mode_t old = umask(0);
+  testing::MakeDirs(root);
+  chmod(root.c_str(), 0777);
+  auto dir = CacheDir::Acquire(root, Env::Default());
+  umask(old);
+  ASSERT_TRUE(dir.ok()) << dir.status().message();
+  for (const std::string& p : {root, root + "/data", root + "/tmp", root + "/index",
+                               root + "/data/00", root + "/data/ff"}) {
+    struct stat st;
+    ASSERT_EQ(lstat(p.c_str(), &st), 0) << p;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << p;
+  }
+  EXPECT_EQ(ReadFile(root + "/FORMAT"), "clairfs-cache 1\n");
+}
+
+}  // namespace
+}  // namespace clairfs

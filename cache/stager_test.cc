@@ -1,0 +1,405 @@
+// Tests of Stager: byte-exact copies, priority order, de-duplication, Cancel, changed and failing
+// backing files, the bandwidth limit, and a prompt Shutdown that leaves no temp files.
+#include "cache/stager.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cache/cache_dir.h"
+#include "cache/content_store.h"
+#include "cache/fault_env.h"
+#include "cache/index_db.h"
+#include "tests/test_util.h"
+
+namespace clairfs {
+namespace {
+
+using testing::RandomBytes;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WriteFile;
+namespace fsys = std::filesystem;
+
+// A FaultInjectionEnv whose Open of a path containing `gate` blocks until Release(), so a test can
+// hold the single worker busy and observe the order of what follows.
+class GateEnv : public FaultInjectionEnv {
+ public:
+  void Hold(const std::string& gate) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gate_ = gate;
+    open_ = false;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Waits until a call is blocked at the gate.
+  bool WaitBlocked() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return blocked_; });
+  }
+  Result<int> Open(const std::string& path, int flags, mode_t mode) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!gate_.empty() && path.find(gate_) != std::string::npos) {
+        blocked_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return open_; });
+      }
+    }
+    return FaultInjectionEnv::Open(path, flags, mode);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string gate_;
+  bool open_ = true;
+  bool blocked_ = false;
+};
+
+// A backing tree, a cache on it and helpers to stage.
+class StagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backing_ = tmp_ / "backing";
+    testing::MakeDirs(backing_);
+    auto dir = CacheDir::Acquire(tmp_ / "cache", Env::Default());
+    ASSERT_TRUE(dir.ok()) << dir.status().message();
+    dir_ = std::move(*dir);
+    auto index = IndexDb::Open(dir_->index_dir());
+    ASSERT_TRUE(index.ok());
+    index_ = std::move(*index);
+    auto store = ContentStore::Open(dir_.get(), index_.get(), &env_, {}, NewLruPolicy());
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(*store);
+  }
+  void TearDown() override {
+    stager_.reset();
+    store_.reset();
+    index_.reset();
+    dir_.reset();
+  }
+  void StartStager(int threads, uint64_t bandwidth = 0, size_t chunk = 64 * 1024) {
+    stager_ = std::make_unique<Stager>(StagerOptions{backing_, threads, bandwidth, chunk},
+                                       store_.get(), &env_);
+  }
+  FileIdentity Identity(const std::string& rel) {
+    struct stat st;
+    EXPECT_EQ(lstat((backing_ + "/" + rel).c_str(), &st), 0) << rel;
+    return IdentityOf(st);
+  }
+  std::string Add(const std::string& rel, size_t size, uint64_t seed) {
+    std::string data = RandomBytes(size, seed);
+    WriteFile(backing_ + "/" + rel, data);
+    return data;
+  }
+  size_t TempFiles() {
+    size_t n = 0;
+    for (const auto& e : fsys::directory_iterator(dir_->tmp_dir())) n += e.is_regular_file();
+    return n;
+  }
+
+  TempDir tmp_;
+  std::string backing_;
+  GateEnv env_;
+  std::unique_ptr<CacheDir> dir_;
+  std::unique_ptr<IndexDb> index_;
+  std::unique_ptr<ContentStore> store_;
+  std::unique_ptr<Stager> stager_;
+};
+
+TEST_F(StagerTest, TreeIsStagedByteExact) {
+  const size_t chunk = 64 * 1024;
+  std::map<std::string, std::string> files;
+  files["empty"] = Add("empty", 0, 1);
+  files["one"] = Add("one", 1, 2);
+  files["d/below chunk"] = Add("d/below chunk", chunk - 1, 3);
+  files["d/above chunk"] = Add("d/above chunk", chunk + 1, 4);
+  files["d/e/big.bin"] = Add("d/e/big.bin", 3 * 1024 * 1024 + 5, 5);
+  files["d/e/ünïcode"] = Add("d/e/ünïcode", 777, 6);
+  env_.SetShortReads(1000);  // the copy loop must cope with short reads
+  StartStager(3, 0, chunk);
+  std::mutex mu;
+  std::map<std::string, Status> outcomes;
+  for (const auto& [rel, data] : files) {
+    EXPECT_TRUE(
+        stager_->Enqueue(rel, Identity(rel), StagePriority::kNormal, [&](const StageOutcome& o) {
+          std::lock_guard<std::mutex> lock(mu);
+          outcomes[o.path] = o.status;
+        }));
+  }
+  stager_->WaitIdle();
+  for (const auto& [rel, data] : files) {
+    ASSERT_TRUE(outcomes.count(rel)) << rel;
+    EXPECT_TRUE(outcomes[rel].ok()) << rel << ": " << outcomes[rel].message();
+    auto copy = store_->Find(rel);
+    ASSERT_TRUE(copy.has_value()) << rel;
+    EXPECT_EQ(ReadFile(copy->data_path), data) << rel;
+    EXPECT_EQ(copy->identity, Identity(rel));
+  }
+  auto st = stager_->stats();
+  EXPECT_EQ(st.files_staged, files.size());
+  EXPECT_EQ(st.failures, 0u);
+  EXPECT_EQ(st.queued + st.in_flight, 0u);
+  EXPECT_EQ(TempFiles(), 0u);
+  EXPECT_GT(env_.calls(FaultOp::kPread), (3u * 1024 * 1024) / 1000);
+}
+
+TEST_F(StagerTest, HigherPriorityFirstFifoWithin) {
+  Add("blocker", 10, 0);
+  for (const char* p : {"low1", "normal1", "high1", "low2", "high2", "normal2", "raised"}) {
+    Add(p, 100, p[0]);
+  }
+  env_.Hold("blocker");
+  StartStager(1);
+  std::mutex mu;
+  std::vector<std::string> order;
+  auto record = [&](const StageOutcome& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(o.path);
+  };
+  ASSERT_TRUE(stager_->Enqueue("blocker", Identity("blocker"), StagePriority::kLow, record));
+  ASSERT_TRUE(env_.WaitBlocked());
+  EXPECT_EQ(stager_->stats().in_flight, 1u);
+  const std::pair<const char*, StagePriority> requests[] = {
+      {"low1", StagePriority::kLow},       {"raised", StagePriority::kLow},
+      {"normal1", StagePriority::kNormal}, {"high1", StagePriority::kHigh},
+      {"low2", StagePriority::kLow},       {"high2", StagePriority::kHigh},
+      {"normal2", StagePriority::kNormal}};
+  for (const auto& [p, prio] : requests) {
+    ASSERT_TRUE(stager_->Enqueue(p, Identity(p), prio, record)) << p;
+  }
+  // A re-request at a higher priority raises the queued one (and is not queued twice).
+  EXPECT_FALSE(stager_->Enqueue("raised", Identity("raised"), StagePriority::kHigh));
+  EXPECT_EQ(stager_->stats().queued, 7u);
+  env_.Release();
+  stager_->WaitIdle();
+  std::vector<std::string> expected = {"blocker", "raised",  "high1", "high2",
+                                       "normal1", "normal2", "low1",  "low2"};
+  // "raised" keeps its original arrival number, so it goes first among the high requests.
+  EXPECT_EQ(order, expected);
+}
+
+TEST_F(StagerTest, DuplicatesAreCopiedOnce) {
+  Add("blocker", 10, 0);
+  std::string data = Add("dup", 200000, 7);
+  env_.Hold("blocker");
+  StartStager(1);
+  ASSERT_TRUE(stager_->Enqueue("blocker", Identity("blocker"), StagePriority::kNormal));
+  ASSERT_TRUE(env_.WaitBlocked());
+  std::atomic<int> done{0};
+  auto count = [&](const StageOutcome& o) {
+    EXPECT_TRUE(o.status.ok()) << o.status.message();
+    done.fetch_add(1);
+  };
+  EXPECT_TRUE(stager_->Enqueue("dup", Identity("dup"), StagePriority::kNormal, count));
+  EXPECT_FALSE(stager_->Enqueue("dup", Identity("dup"), StagePriority::kNormal, count));
+  EXPECT_FALSE(stager_->Enqueue("dup", Identity("dup"), StagePriority::kLow, count));
+  env_.Release();
+  stager_->WaitIdle();
+  EXPECT_EQ(done.load(), 3);
+  // Already staged: not queued, the callback runs at once with OK.
+  EXPECT_FALSE(stager_->Enqueue("dup", Identity("dup"), StagePriority::kHigh, count));
+  EXPECT_EQ(done.load(), 4);
+  EXPECT_EQ(stager_->stats().files_staged, 2u);
+  ASSERT_TRUE(store_->Find("dup").has_value());
+  EXPECT_EQ(ReadFile(store_->Find("dup")->data_path), data);
+  EXPECT_EQ(env_.calls(FaultOp::kOpen), 4u);  // blocker + dup: backing + temp each
+}
+
+TEST_F(StagerTest, CancelDropsAPendingRequest) {
+  Add("blocker", 10, 0);
+  Add("a", 100, 1);
+  Add("b", 100, 2);
+  env_.Hold("blocker");
+  StartStager(1);
+  ASSERT_TRUE(stager_->Enqueue("blocker", Identity("blocker"), StagePriority::kNormal));
+  ASSERT_TRUE(env_.WaitBlocked());
+  Status a_status;
+  ASSERT_TRUE(stager_->Enqueue("a", Identity("a"), StagePriority::kNormal,
+                               [&](const StageOutcome& o) { a_status = o.status; }));
+  ASSERT_TRUE(stager_->Enqueue("b", Identity("b"), StagePriority::kNormal));
+  stager_->Cancel("a");
+  EXPECT_EQ(a_status.code(), ECANCELED);
+  stager_->Cancel("blocker");  // in flight: not cancellable, a no-op
+  stager_->Cancel("never-queued");
+  env_.Release();
+  stager_->WaitIdle();
+  EXPECT_FALSE(store_->Contains("a"));
+  EXPECT_TRUE(store_->Contains("b"));
+  EXPECT_TRUE(store_->Contains("blocker"));
+}
+
+TEST_F(StagerTest, ChangedBackingFileIsSkippedAndNotPublished) {
+  Add("changed", 5000, 1);
+  FileIdentity listed = Identity("changed");
+  // Changed after listing (same size, new content and mtime).
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  WriteFile(backing_ + "/changed", RandomBytes(5000, 2));
+  StartStager(1);
+  Status outcome;
+  stager_->Enqueue("changed", listed, StagePriority::kNormal,
+                   [&](const StageOutcome& o) { outcome = o.status; });
+  stager_->WaitIdle();
+  EXPECT_EQ(outcome.code(), ESTALE) << outcome.message();
+  EXPECT_FALSE(store_->Contains("changed"));
+  EXPECT_EQ(stager_->stats().skipped, 1u);
+  EXPECT_EQ(TempFiles(), 0u);
+}
+
+// Changes the backing file during the copy (on its first read).
+class ChangeOnReadEnv : public FaultInjectionEnv {
+ public:
+  std::string victim;
+  Result<size_t> Pread(int fd, void* buf, size_t size, off_t offset) override {
+    if (!victim.empty()) {
+      std::string path = victim;
+      victim.clear();
+      FILE* f = fopen(path.c_str(), "a");
+      if (f) {
+        fputs("grown", f);
+        fclose(f);
+      }
+    }
+    return FaultInjectionEnv::Pread(fd, buf, size, offset);
+  }
+};
+
+TEST_F(StagerTest, BackingFileChangedDuringCopyIsNotPublished) {
+  Add("moving", 300000, 1);
+  ChangeOnReadEnv env;
+  env.victim = backing_ + "/moving";
+  Stager stager(StagerOptions{backing_, 1, 0, 64 * 1024}, store_.get(), &env);
+  Status outcome;
+  stager.Enqueue("moving", Identity("moving"), StagePriority::kNormal,
+                 [&](const StageOutcome& o) { outcome = o.status; });
+  stager.WaitIdle();
+  EXPECT_EQ(outcome.code(), ESTALE) << outcome.message();
+  EXPECT_FALSE(store_->Contains("moving"));
+  EXPECT_EQ(TempFiles(), 0u);
+  EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+}
+
+TEST_F(StagerTest, FailingFilesDoNotStopTheOthers) {
+  std::map<std::string, std::string> good;
+  for (int i = 0; i < 6; ++i) {
+    std::string p = "ok" + std::to_string(i);
+    good[p] = Add(p, 10000 + i, i);
+  }
+  Add("bad-read", 10000, 10);
+  Add("vanished", 10000, 11);
+  FileIdentity vanished = Identity("vanished");
+  ASSERT_EQ(unlink((backing_ + "/vanished").c_str()), 0);
+  env_.FailPath(FaultOp::kPread, "bad-read", EIO);
+  StartStager(2);
+  std::mutex mu;
+  std::map<std::string, Status> outcomes;
+  auto record = [&](const StageOutcome& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    outcomes[o.path] = o.status;
+  };
+  stager_->Enqueue("bad-read", Identity("bad-read"), StagePriority::kHigh, record);
+  stager_->Enqueue("vanished", vanished, StagePriority::kHigh, record);
+  for (const auto& [p, data] : good) {
+    stager_->Enqueue(p, Identity(p), StagePriority::kNormal, record);
+  }
+  stager_->WaitIdle();
+  EXPECT_EQ(outcomes["bad-read"].code(), EIO) << outcomes["bad-read"].message();
+  EXPECT_EQ(outcomes["vanished"].code(), ENOENT) << outcomes["vanished"].message();
+  for (const auto& [p, data] : good) {
+    EXPECT_TRUE(outcomes[p].ok()) << p;
+    ASSERT_TRUE(store_->Find(p).has_value()) << p;
+    EXPECT_EQ(ReadFile(store_->Find(p)->data_path), data);
+  }
+  EXPECT_FALSE(store_->Contains("bad-read"));
+  EXPECT_FALSE(store_->Contains("vanished"));
+  EXPECT_EQ(stager_->stats().failures, 1u);
+  EXPECT_EQ(stager_->stats().skipped, 1u);
+  EXPECT_EQ(TempFiles(), 0u);
+}
+
+TEST_F(StagerTest, EnospcWhileWritingDropsTheCopy) {
+  Add("x", 300000, 1);
+  Add("y", 3000, 2);
+  env_.FailNth(FaultOp::kPwrite, 2, ENOSPC);
+  StartStager(1);
+  Status outcome;
+  stager_->Enqueue("x", Identity("x"), StagePriority::kHigh,
+                   [&](const StageOutcome& o) { outcome = o.status; });
+  stager_->Enqueue("y", Identity("y"), StagePriority::kNormal);
+  stager_->WaitIdle();
+  EXPECT_EQ(outcome.code(), ENOSPC) << outcome.message();
+  EXPECT_FALSE(store_->Contains("x"));
+  EXPECT_TRUE(store_->Contains("y"));
+  EXPECT_EQ(TempFiles(), 0u);
+  EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+  EXPECT_EQ(stager_->stats().failures, 1u);
+}
+
+TEST_F(StagerTest, BandwidthLimitIsHonoured) {
+  const uint64_t rate = 2000000;  // 2 MB/s
+  for (int i = 0; i < 4; ++i) Add("f" + std::to_string(i), 250000, i);
+  StartStager(2, rate, 64 * 1024);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 4; ++i) {
+    std::string p = "f" + std::to_string(i);
+    stager_->Enqueue(p, Identity(p), StagePriority::kNormal);
+  }
+  stager_->WaitIdle();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // 1 MB at 2 MB/s, less the bucket's burst (rate/10) it may start with: at least 0.4 s.
+  EXPECT_GE(seconds, 0.4);
+  EXPECT_EQ(stager_->stats().files_staged, 4u);
+}
+
+TEST_F(StagerTest, ShutdownWithWorkPendingIsPromptAndLeavesNoTemps) {
+  for (int i = 0; i < 20; ++i) Add("f" + std::to_string(i), 1 << 20, i);
+  // 1 kB/s: one 256 KiB chunk takes minutes.
+  StartStager(2, 1000, 256 * 1024);
+  std::atomic<int> shut{0};
+  for (int i = 0; i < 20; ++i) {
+    std::string p = "f" + std::to_string(i);
+    stager_->Enqueue(p, Identity(p), StagePriority::kNormal, [&](const StageOutcome& o) {
+      if (o.status.code() == ESHUTDOWN) shut.fetch_add(1);
+    });
+  }
+  for (int i = 0; i < 100 && stager_->stats().in_flight < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(stager_->stats().in_flight, 2u);
+  auto start = std::chrono::steady_clock::now();
+  auto done = std::async(std::launch::async, [&] { stager_->Shutdown(); });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(5)), std::future_status::ready)
+      << "Shutdown did not return within 5 s";
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+  EXPECT_EQ(shut.load(), 20);  // 18 queued + 2 in flight, all told why
+  EXPECT_EQ(TempFiles(), 0u);
+  EXPECT_EQ(store_->stats().files, 0u);
+  EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+  // After Shutdown, a request is refused at once, and its callback may call back into the stager.
+  Status late;
+  EXPECT_FALSE(
+      stager_->Enqueue("f0", Identity("f0"), StagePriority::kHigh, [&](const StageOutcome& o) {
+        late = o.status;
+        (void)stager_->stats();
+      }));
+  EXPECT_EQ(late.code(), ESHUTDOWN);
+}
+
+}  // namespace
+}  // namespace clairfs
