@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace clairfs {
@@ -30,18 +31,29 @@ void DeferredReplies::Stop() {
   thread_.join();
 }
 
-void DeferredReplies::Submit(uint64_t due_ns, Callback callback) {
+void DeferredReplies::Submit(uint64_t due_ns, Callback callback) noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (running_ && due_ns > NowNanos()) {
-      bool earliest = heap_.empty() || due_ns < heap_.top().due_ns;
-      heap_.push(Entry{due_ns, next_sequence_++, std::move(callback)});
+    if (running_ && due_ns > NowNanos() && ReserveOneMore()) {
+      bool earliest = heap_.empty() || due_ns < heap_.front().due_ns;
+      heap_.push_back(Entry{due_ns, next_sequence_++, std::move(callback)});  // cannot throw now
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<Entry>());
       // Only a new earliest entry changes how long the timer thread should sleep.
       if (earliest) wake_.notify_one();
       return;
     }
   }
   callback();
+}
+
+bool DeferredReplies::ReserveOneMore() noexcept {
+  if (heap_.size() < heap_.capacity()) return true;
+  try {
+    heap_.reserve(std::max<size_t>(64, 2 * heap_.capacity()));
+    return true;
+  } catch (...) {
+    return false;  // out of memory: the caller answers at once rather than never
+  }
 }
 
 size_t DeferredReplies::pending() const {
@@ -58,7 +70,7 @@ void DeferredReplies::Run() {
       continue;
     }
     uint64_t now = NowNanos();
-    uint64_t due = heap_.top().due_ns;
+    uint64_t due = heap_.front().due_ns;
     if (running_ && due > now) {
       // steady_clock is CLOCK_MONOTONIC on Linux, the clock of NowNanos().
       wake_.wait_for(lock, std::chrono::nanoseconds(due - now));
@@ -66,8 +78,9 @@ void DeferredReplies::Run() {
     }
     // Due (or stopping: flush everything now). Run the callback unlocked so that submitters
     // are not held up by a reply being written.
-    Callback callback = std::move(const_cast<Entry&>(heap_.top()).callback);
-    heap_.pop();
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<Entry>());
+    Callback callback = std::move(heap_.back().callback);
+    heap_.pop_back();
     lock.unlock();
     callback();
     lock.lock();

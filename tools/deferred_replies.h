@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <queue>
 #include <thread>
 #include <vector>
 
@@ -37,7 +36,9 @@ class DeferredReplies {
   void Start();
   void Stop();
   // Runs `callback` at `due_ns` (or now, inline, if that has passed or the queue is stopped).
-  void Submit(uint64_t due_ns, Callback callback);
+  // Never throws: if the queue cannot grow (out of memory) the callback runs at once, so a
+  // request is answered early rather than never.
+  void Submit(uint64_t due_ns, Callback callback) noexcept;
   // Callbacks waiting (for tests and stats).
   size_t pending() const;
 
@@ -52,11 +53,15 @@ class DeferredReplies {
   };
 
   void Run();
+  // Makes room for one more entry in heap_ (mutex_ held); false if memory is exhausted.
+  bool ReserveOneMore() noexcept;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  // Guarded by mutex_: the heap, the sequence counter and the running flag.
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
+  // Guarded by mutex_: the heap (a min-heap by due time via std::push_heap/pop_heap on a vector,
+  // so capacity can be reserved before a callback is moved in), the sequence counter and the
+  // running flag.
+  std::vector<Entry> heap_;
   uint64_t next_sequence_ = 0;
   bool running_ = false;
   std::thread thread_;  // owned by Start()/Stop()

@@ -87,14 +87,21 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   if (fstatat(fs->root_fd(), relpath.c_str(), &entry.attr, AT_SYMLINK_NOFOLLOW) != 0) {
     return ReplyErrorAfter(req, delay, errno);
   }
-  entry.ino = fs->inodes().AddLookup(entry.attr.st_dev, entry.attr.st_ino, relpath);
-  entry.attr.st_ino = entry.ino;
   entry.attr_timeout = 0;
   entry.entry_timeout = 0;
-  fs->replies().Submit(DueIn(delay), [fs, req, entry] {
-    // An interrupted request never reaches the kernel: it holds no reference to forget later.
-    if (fuse_reply_entry(req, &entry) != 0) fs->inodes().Forget(entry.ino, 1);
-  });
+  entry.ino = fs->inodes().AddLookup(entry.attr.st_dev, entry.attr.st_ino, relpath);
+  entry.attr.st_ino = entry.ino;
+  DeferredReplies::Callback reply;
+  try {
+    reply = [fs, req, entry] {
+      // An interrupted request never reaches the kernel: it holds no reference to forget later.
+      if (fuse_reply_entry(req, &entry) != 0) fs->inodes().Forget(entry.ino, 1);
+    };
+  } catch (...) {
+    fs->inodes().Forget(entry.ino, 1);  // the kernel will never hear of this lookup
+    throw;
+  }
+  fs->replies().Submit(DueIn(delay), std::move(reply));
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -147,16 +154,19 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
   int fd = openat(fs->root_fd(), AtPath(inode->relpath), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return ReplyErrorAfter(req, delay, errno);
-  auto* file = new OpenFile(fd, fs->options().stream_bandwidth,
-                            MatchFailRule(rules, PfsFailRule::Op::kRead, inode->relpath));
+  auto file =
+      std::make_unique<OpenFile>(fd, fs->options().stream_bandwidth,
+                                 MatchFailRule(rules, PfsFailRule::Op::kRead, inode->relpath));
   fuse_file_info reply_fi = *fi;  // `fi` is only valid during this call
-  reply_fi.fh = reinterpret_cast<uint64_t>(file);
+  reply_fi.fh = reinterpret_cast<uint64_t>(file.get());
   reply_fi.direct_io = 1;  // every read reaches us: the page cache cannot hide the PFS
   reply_fi.keep_cache = 0;
-  fs->replies().Submit(DueIn(delay), [req, reply_fi, file] {
+  DeferredReplies::Callback reply = [req, reply_fi] {
     // If the open was interrupted the kernel never sees the handle and sends no RELEASE.
-    if (fuse_reply_open(req, &reply_fi) != 0) delete file;
-  });
+    if (fuse_reply_open(req, &reply_fi) != 0) delete reinterpret_cast<OpenFile*>(reply_fi.fh);
+  };
+  file.release();  // owned by the kernel's handle from here: freed in OpRelease
+  fs->replies().Submit(DueIn(delay), std::move(reply));
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t offset, fuse_file_info* fi) {
@@ -266,19 +276,43 @@ void RoFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*)
   fuse_reply_err(req, EROFS);
 }
 
+// Runs a callback body so that no exception crosses libfuse's C frames. Only allocation can
+// throw in these bodies, and each allocates before it replies (DeferredReplies::Submit never
+// throws), so answering ENOMEM here is never a second reply.
+template <typename Body>
+void Guard(fuse_req_t req, Body&& body) noexcept {
+  try {
+    body();
+  } catch (...) {
+    fuse_reply_err(req, ENOMEM);
+  }
+}
+
 fuse_lowlevel_ops MakeOperations() {
   fuse_lowlevel_ops ops;
   std::memset(&ops, 0, sizeof(ops));
-  ops.lookup = OpLookup;
-  ops.forget = OpForget;
+  ops.lookup = [](fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Guard(req, [&] { OpLookup(req, parent, name); });
+  };
+  ops.forget = OpForget;  // no allocation
   ops.forget_multi = OpForgetMulti;
-  ops.getattr = OpGetattr;
-  ops.readlink = OpReadlink;
-  ops.open = OpOpen;
-  ops.read = OpRead;
-  ops.release = OpRelease;
-  ops.opendir = OpOpendir;
-  ops.readdir = OpReaddir;
+  ops.getattr = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Guard(req, [&] { OpGetattr(req, ino, fi); });
+  };
+  ops.readlink = [](fuse_req_t req, fuse_ino_t ino) { Guard(req, [&] { OpReadlink(req, ino); }); };
+  ops.open = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Guard(req, [&] { OpOpen(req, ino, fi); });
+  };
+  ops.read = [](fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+    Guard(req, [&] { OpRead(req, ino, size, off, fi); });
+  };
+  ops.release = OpRelease;  // no allocation
+  ops.opendir = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Guard(req, [&] { OpOpendir(req, ino, fi); });
+  };
+  ops.readdir = [](fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+    Guard(req, [&] { OpReaddir(req, ino, size, off, fi); });
+  };
   ops.releasedir = OpReleasedir;
   ops.statfs = OpStatfs;
   ops.setattr = RoSetattr;
