@@ -122,5 +122,40 @@ TEST(MakeDatasetCommand, UsageErrorsExitTwoWithOneLine) {
   EXPECT_FALSE(testing::PathExists(tmp / "ds"));
 }
 
+TEST(VerifyDatasetCommand, PassesAGoodTreeAndNamesEveryBadFile) {
+  TempDir tmp;
+  ASSERT_EQ(MakeDataset({tmp / "ds", "--files", "40", "--classes", "4"}).exit_code, 0);
+  CommandResult good = testing::Run({ClairfsBin(), "bench", "verify-dataset", tmp / "ds"});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_NE(good.out.find("verified 40 files"), std::string::npos) << good.out;
+  EXPECT_NE(good.out.find("all correct"), std::string::npos) << good.out;
+
+  std::string flipped = ReadFile(tmp / "ds/class_0001/img_00000012.jpg");
+  flipped[777] ^= 0x20;
+  testing::WriteFile(tmp / "ds/class_0001/img_00000012.jpg", flipped);
+  std::string cut = ReadFile(tmp / "ds/class_0003/img_00000039.jpg");
+  testing::WriteFile(tmp / "ds/class_0003/img_00000039.jpg", cut.substr(0, cut.size() - 1));
+  CommandResult bad = testing::Run({ClairfsBin(), "bench", "verify-dataset", tmp / "ds", "--json"});
+  EXPECT_EQ(bad.exit_code, 1);
+  auto j = nlohmann::json::parse(bad.out);
+  EXPECT_EQ(j["files"], 40);
+  EXPECT_EQ(j["failed_files"], 2);
+  std::string errors = j["errors"].dump();
+  EXPECT_NE(errors.find("class_0001/img_00000012.jpg: wrong content at offset 777"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("class_0003/img_00000039.jpg"), std::string::npos) << errors;
+
+  // Rooted one level too high, every relative path gains "ds/": the content keys differ.
+  CommandResult wrong_root =
+      testing::Run({ClairfsBin(), "bench", "verify-dataset", tmp.path(), "--json"});
+  EXPECT_EQ(wrong_root.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(wrong_root.out)["failed_files"], 40);
+  testing::MakeDirs(tmp / "void");
+  CommandResult none = testing::Run({ClairfsBin(), "bench", "verify-dataset", tmp / "void"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("no files"), std::string::npos) << none.err;
+}
+
 }  // namespace
 }  // namespace clairfs

@@ -11,6 +11,7 @@ void RegisterBench(CLI::App& app) {
       "bench", "Benchmark instruments: synthetic datasets, PFS emulator overhead, ...");
   bench->require_subcommand(1);
   RegisterBenchMakeDataset(*bench);
+  RegisterBenchVerifyDataset(*bench);
   RegisterBenchPfsEmuOverhead(*bench);
 }
 

@@ -11,6 +11,8 @@ namespace clairfs::cli {
 
 // `clairfs bench make-dataset`: writes a deterministic, verifiable synthetic dataset.
 void RegisterBenchMakeDataset(CLI::App& bench);
+// `clairfs bench verify-dataset`: checks every byte of such a dataset (e.g. through a mount).
+void RegisterBenchVerifyDataset(CLI::App& bench);
 // `clairfs bench pfs-emu-overhead`: the PFS emulator's own cost and its latency overlap.
 void RegisterBenchPfsEmuOverhead(CLI::App& bench);
 

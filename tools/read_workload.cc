@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -55,36 +56,61 @@ Status ReadOne(const std::string& path, const SyntheticFile& file, bool verify, 
 
 }  // namespace
 
-Result<ReadResult> ReadFiles(const std::string& root, const std::vector<SyntheticFile>& files,
-                             int threads, bool verify) {
+namespace {
+
+// The reader pool behind ReadFiles and CheckFiles. With `stop_on_error` the other threads stop
+// at their next file after the first failure.
+ReadResult RunReaders(const std::string& root, const std::vector<SyntheticFile>& files, int threads,
+                      bool verify, bool stop_on_error,
+                      const std::function<void(uint64_t, uint64_t)>& progress,
+                      Status* first_error) {
   threads = std::max(1, threads);
   std::atomic<size_t> next{0};
-  std::atomic<uint64_t> bytes{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mutex;  // guards first_error
-  Status first_error;
+  std::atomic<bool> stop{false};
+  std::mutex mutex;  // guards result.files, result.bytes, failed_files, errors and progress calls
+  ReadResult result;
   auto worker = [&] {
     constexpr size_t kBufSize = 1 << 20;
     std::unique_ptr<char[]> buf(new char[kBufSize]);
-    uint64_t mine = 0;
-    for (size_t i = next++; i < files.size() && !failed.load(); i = next++) {
+    for (size_t i = next++; i < files.size() && !stop.load(); i = next++) {
+      uint64_t bytes = 0;
       Status s =
-          ReadOne(root + "/" + files[i].relpath, files[i], verify, buf.get(), kBufSize, &mine);
+          ReadOne(root + "/" + files[i].relpath, files[i], verify, buf.get(), kBufSize, &bytes);
+      std::lock_guard<std::mutex> lock(mutex);
+      ++result.files;
+      result.bytes += bytes;
       if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (first_error.ok()) first_error = s;
-        failed = true;
+        ++result.failed_files;
+        if (first_error != nullptr && first_error->ok()) *first_error = s;
+        if (result.errors.size() < ReadResult::kMaxErrors) result.errors.push_back(s.message());
+        if (stop_on_error) stop = true;
       }
+      if (progress) progress(result.files, result.bytes);
     }
-    bytes += mine;
   };
   auto start = Clock::now();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace
+
+Result<ReadResult> ReadFiles(const std::string& root, const std::vector<SyntheticFile>& files,
+                             int threads, bool verify) {
+  Status first_error;
+  ReadResult result =
+      RunReaders(root, files, threads, verify, /*stop_on_error=*/true, nullptr, &first_error);
   if (!first_error.ok()) return first_error;
-  return ReadResult{files.size(), bytes.load(), seconds};
+  return result;
+}
+
+ReadResult CheckFiles(const std::string& root, const std::vector<SyntheticFile>& files, int threads,
+                      const std::function<void(uint64_t, uint64_t)>& progress) {
+  return RunReaders(root, files, threads, /*verify=*/true, /*stop_on_error=*/false, progress,
+                    nullptr);
 }
 
 Result<OpenBurstResult> TimeConcurrentOpens(const std::vector<std::string>& paths) {
