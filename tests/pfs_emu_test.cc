@@ -253,6 +253,38 @@ TEST_F(PfsEmuTest, UnmountEndsTheDaemon) {
   EXPECT_FALSE(IsFuseMounted(mnt_));
 }
 
+TEST_F(PfsEmuTest, TerminationSignalUnmounts) {
+  ASSERT_NO_FATAL_FAILURE(Mount({}));
+  pid_t pid = DaemonPid(mnt_);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  for (int i = 0; i < 100 && IsFuseMounted(mnt_); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(IsFuseMounted(mnt_));
+}
+
+TEST_F(PfsEmuTest, ForegroundServesUntilUnmountedThenExitsZero) {
+  guard_ = std::make_unique<MountGuard>(mnt_);
+  CommandResult served;
+  std::thread daemon([&] {
+    served = testing::Run({ClairfsBin(), "pfs-emu", backing_, mnt_, "--foreground"}, 60);
+  });
+  bool mounted = false;
+  for (int i = 0; i < 200 && !mounted; ++i) {
+    mounted = IsFuseMounted(mnt_);
+    if (!mounted) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  if (mounted) {
+    std::vector<SyntheticFile> some(files_.begin(), files_.begin() + 5);
+    EXPECT_TRUE(ReadFiles(mnt_, some, 1, true).ok());
+    EXPECT_EQ(testing::Run({"fusermount3", "-u", mnt_}).exit_code, 0);
+  }
+  daemon.join();  // Run() returns when the foreground daemon exits (or after its timeout)
+  ASSERT_TRUE(mounted);
+  EXPECT_EQ(served.exit_code, 0) << served.err;
+}
+
 // Each failure prints exactly one line naming the problem and leaves no mount and no daemon.
 TEST_F(PfsEmuTest, FailuresPrintOneLineAndLeaveNothingMounted) {
   testing::WriteFile(tmp_ / "full/existing", "x");

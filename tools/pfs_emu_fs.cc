@@ -80,6 +80,11 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   const uint64_t delay = fs->options().stat_latency_ns;
   auto dir = fs->inodes().Find(parent);
   if (!dir) return ReplyErrorAfter(req, delay, ESTALE);
+  // The kernel resolves "." and ".." itself; refusing them here keeps every path we build
+  // inside the backing root whatever a peer on /dev/fuse sends.
+  if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0 || std::strchr(name, '/')) {
+    return ReplyErrorAfter(req, delay, EINVAL);
+  }
   std::string relpath = Join(dir->relpath, name);
   CLAIRFS_LOG_DEBUG("lookup %s", relpath.c_str());
   fuse_entry_param entry;
