@@ -9,6 +9,8 @@ void RegisterAllCommands(CLI::App& app) {
       RegisterUmount,
       RegisterStatus,
       RegisterFsck,
+      RegisterBench,
+      RegisterPfsEmu,
   };
   for (RegisterFn fn : kCommands) fn(app);
 }

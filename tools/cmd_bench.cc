@@ -1,0 +1,18 @@
+// `clairfs bench`: the parent of the benchmark instruments (see cmd_bench.h for how to add one).
+#include "tools/cmd_bench.h"
+
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+namespace clairfs::cli {
+
+void RegisterBench(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Benchmark instruments: synthetic datasets, PFS emulator overhead, ...");
+  bench->require_subcommand(1);
+  RegisterBenchMakeDataset(*bench);
+  RegisterBenchVerifyDataset(*bench);
+  RegisterBenchPfsEmuOverhead(*bench);
+}
+
+}  // namespace clairfs::cli

@@ -1,0 +1,19 @@
+// The `clairfs bench` family: instruments that measure clairfs side by side with alternatives.
+//
+// RegisterBench (commands.h) creates the `bench` parent and calls one Register function per
+// child below; each child lives in its own tools/cmd_bench_*.cc file. To add a child (epoch,
+// smallfile, bigfile, stage), declare its Register function here and call it from cmd_bench.cc.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace clairfs::cli {
+
+// `clairfs bench make-dataset`: writes a deterministic, verifiable synthetic dataset.
+void RegisterBenchMakeDataset(CLI::App& bench);
+// `clairfs bench verify-dataset`: checks every byte of such a dataset (e.g. through a mount).
+void RegisterBenchVerifyDataset(CLI::App& bench);
+// `clairfs bench pfs-emu-overhead`: the PFS emulator's own cost and its latency overlap.
+void RegisterBenchPfsEmuOverhead(CLI::App& bench);
+
+}  // namespace clairfs::cli

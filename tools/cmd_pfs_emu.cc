@@ -1,0 +1,100 @@
+// `clairfs pfs-emu BACKING MOUNTPOINT`: mounts a directory as an emulated busy PFS client
+// (latency, bandwidth caps, injected errors). See pfs_emu_fs.h for the model and
+// pfs_emu_daemon.h for the process contract. Exit codes: 0 mounted (or, with --foreground,
+// served until unmounted), 1 could not mount, 2 bad arguments.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/units.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/pfs_emu_daemon.h"
+#include "tools/pfs_emu_options.h"
+
+namespace clairfs::cli {
+namespace {
+
+constexpr const char* kCommand = "pfs-emu";
+
+struct PfsEmuArgs {
+  std::string backing;
+  std::string mountpoint;
+  std::string open_latency = "0";
+  std::string stat_latency = "0";
+  std::string read_latency = "0";
+  std::string bandwidth = "0";
+  std::string stream_bandwidth = "0";
+  std::vector<std::string> fail;
+  bool foreground = false;
+};
+
+Result<PfsEmuOptions> BuildOptions(const PfsEmuArgs& args) {
+  PfsEmuOptions options;
+  options.backing = args.backing;
+  options.mountpoint = args.mountpoint;
+  options.foreground = args.foreground;
+  struct Latency {
+    const char* flag;
+    const std::string* text;
+    uint64_t* out;
+  } latencies[] = {{"--open-latency", &args.open_latency, &options.open_latency_ns},
+                   {"--stat-latency", &args.stat_latency, &options.stat_latency_ns},
+                   {"--read-latency", &args.read_latency, &options.read_latency_ns}};
+  for (const auto& l : latencies) {
+    auto ns = ParseLatencyMs(*l.text);
+    if (!ns.ok()) return ns.status().WithContext(l.flag);
+    *l.out = *ns;
+  }
+  auto bandwidth = ParseBandwidthMBps(args.bandwidth);
+  if (!bandwidth.ok()) return bandwidth.status().WithContext("--bandwidth");
+  options.bandwidth = *bandwidth;
+  auto stream = ParseBandwidthMBps(args.stream_bandwidth);
+  if (!stream.ok()) return stream.status().WithContext("--stream-bandwidth");
+  options.stream_bandwidth = *stream;
+  for (const auto& text : args.fail) {
+    auto rule = ParseFailRule(text);
+    if (!rule.ok()) return rule.status();
+    options.fail_rules.push_back(*rule);
+  }
+  return options;
+}
+
+}  // namespace
+
+void RegisterPfsEmu(CLI::App& app) {
+  auto args = std::make_shared<PfsEmuArgs>();
+  CLI::App* cmd = AddCommand(
+      &app, kCommand,
+      "Mount BACKING read-only at MOUNTPOINT as an emulated busy parallel-filesystem client: "
+      "per-operation latency (overlapping across requests), bandwidth caps and injected errors, "
+      "with no kernel caching. A benchmark instrument, not part of clairfs. Unmount with "
+      "`fusermount3 -u MOUNTPOINT`.");
+  cmd->add_option("BACKING", args->backing, "Directory to serve")->required();
+  cmd->add_option("MOUNTPOINT", args->mountpoint, "Empty directory to mount on")->required();
+  cmd->add_option("--open-latency", args->open_latency, "Added to each open, ms (default 0)")
+      ->type_name("MS");
+  cmd->add_option("--stat-latency", args->stat_latency,
+                  "Added to each lookup and getattr, ms (default 0)")
+      ->type_name("MS");
+  cmd->add_option("--read-latency", args->read_latency,
+                  "Added to each read request, ms (default 0)")
+      ->type_name("MS");
+  cmd->add_option("--bandwidth", args->bandwidth, "Aggregate read cap, MB/s (default 0: none)")
+      ->type_name("MB/s");
+  cmd->add_option("--stream-bandwidth", args->stream_bandwidth,
+                  "Per-open-file read cap, MB/s (default 0: none)")
+      ->type_name("MB/s");
+  cmd->add_option("--fail", args->fail,
+                  "GLOB:ERRNO makes opens of matching relative paths fail (e.g. "
+                  "'class_0001/*:EIO'); read:GLOB:ERRNO makes their reads fail. Repeatable")
+      ->type_name("RULE");
+  cmd->add_flag("--foreground", args->foreground, "Serve in this process until unmounted");
+  cmd->callback([args]() {
+    auto options = BuildOptions(*args);
+    if (!options.ok()) return SetExitCode(Fail(kCommand, options.status()));
+    SetExitCode(RunPfsEmulator(*options));
+  });
+}
+
+}  // namespace clairfs::cli

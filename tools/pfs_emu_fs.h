@@ -1,0 +1,65 @@
+// PfsEmuFs: the PFS emulator's FUSE low-level filesystem, a read-only passthrough of a backing
+// directory that answers like a busy parallel-filesystem client.
+//
+// What it emulates, and how:
+//   - latency per operation (open; lookup and getattr; each read), added by deferring the reply:
+//     the FUSE worker does the real operation at once, then hands the reply to DeferredReplies,
+//     which sends it when due. Workers never sleep, so concurrent requests overlap their delays.
+//   - bandwidth caps, aggregate and per open file (TokenBucket): a read's reply is deferred until
+//     both buckets have delivered its bytes.
+//   - injected errors (PfsFailRule): open or read of matching paths fails with the given errno.
+//   - no caching that could hide the latency in a later epoch: entry and attribute timeouts are
+//     0 (every stat and path walk reaches us), files open with direct I/O (every read reaches us).
+// Read-only: the mount is "ro" and every mutating operation answers EROFS. Inodes: see
+// pfs_emu_inodes.h. Not emulated: readdir latency, metadata-server contention, partial reads.
+//
+// Thread-safety: callbacks run on libfuse's worker threads concurrently; shared state is the
+// inode table (its own mutex), the aggregate bucket (its own mutex) and immutable options.
+// Per-open state (OpenFile) is used by the kernel's requests for that handle and freed in
+// RELEASE, which the kernel sends only after the last read on it has been answered.
+// Errors: callbacks never throw; every failure becomes an errno reply.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "planner/status.h"
+#include "tools/deferred_replies.h"
+#include "tools/pfs_emu_inodes.h"
+#include "tools/pfs_emu_options.h"
+#include "tools/token_bucket.h"
+
+namespace clairfs {
+
+class PfsEmuFs {
+ public:
+  // Opens the backing root; fails with the errno and a message naming it.
+  static Result<std::unique_ptr<PfsEmuFs>> Create(const PfsEmuOptions& options);
+  ~PfsEmuFs();
+  PfsEmuFs(const PfsEmuFs&) = delete;
+  PfsEmuFs& operator=(const PfsEmuFs&) = delete;
+
+  // The operation table; pass `this` as the session's userdata.
+  static const fuse_lowlevel_ops& Operations();
+
+  // The deferred-reply timer: start before the session loop, stop after it.
+  DeferredReplies& replies() { return replies_; }
+  const PfsEmuOptions& options() const { return options_; }
+  PfsEmuInodes& inodes() { return inodes_; }
+  TokenBucket& aggregate_bucket() { return aggregate_; }
+  int root_fd() const { return root_fd_; }
+
+ private:
+  PfsEmuFs(const PfsEmuOptions& options, int root_fd, dev_t dev, ino_t ino);
+
+  const PfsEmuOptions options_;
+  const int root_fd_;  // O_PATH|O_DIRECTORY fd of the backing root, for *at() calls
+  PfsEmuInodes inodes_;
+  TokenBucket aggregate_;
+  DeferredReplies replies_;
+};
+
+}  // namespace clairfs
