@@ -11,6 +11,7 @@ void RegisterAllCommands(CLI::App& app) {
       RegisterFsck,
       RegisterBench,
       RegisterPfsEmu,
+      RegisterDemo,
   };
   for (RegisterFn fn : kCommands) fn(app);
 }

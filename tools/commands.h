@@ -15,6 +15,7 @@ void RegisterFsck(CLI::App& app);
 void RegisterStatus(CLI::App& app);
 void RegisterBench(CLI::App& app);
 void RegisterPfsEmu(CLI::App& app);
+void RegisterDemo(CLI::App& app);
 
 // Adds every subcommand in the table to `app`.
 void RegisterAllCommands(CLI::App& app);
