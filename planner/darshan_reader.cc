@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <utility>
+#include <vector>
 
 #include "planner/darshan_bytes.h"
 #include "planner/darshan_compress.h"
@@ -149,31 +151,46 @@ Status ParseExeAndMounts(std::string_view trailing, DarshanLog* log) {
   return Status::Ok();
 }
 
-Status ParseJobRegion(std::string_view bytes, const Header& h, DarshanLog* log) {
-  // The job region runs from the header to the name map (or to the first module, or to the end
-  // of the file when nothing follows).
-  Span job{h.size, 0};
+// The job region runs from the header to the name map (or to the first module, or to the end
+// of the file when nothing follows).
+Result<Span> JobSpan(const Header& h, size_t file_size) {
+  uint64_t end = file_size;
   if (h.name_map.off != 0) {
-    if (h.name_map.off < h.size || h.name_map.off > bytes.size()) {
-      return Status::Invalid("job region: ends at name map offset " +
-                             std::to_string(h.name_map.off) + ", outside the file (" +
-                             std::to_string(bytes.size()) + " bytes)");
-    }
-    job.len = h.name_map.off - h.size;
+    end = h.name_map.off;
   } else {
-    uint64_t end = bytes.size();
     for (const Span& m : h.modules) {
       if (m.off != 0) {
         end = m.off;
         break;
       }
     }
-    if (end < h.size || end > bytes.size()) {
-      return Status::Invalid("job region: ends at module offset " + std::to_string(end) +
-                             ", outside the file (" + std::to_string(bytes.size()) + " bytes)");
-    }
-    job.len = end - h.size;
   }
+  if (end < h.size || end > file_size) {
+    return Status::Invalid("job region: ends at offset " + std::to_string(end) +
+                           ", outside the file (" + std::to_string(file_size) + " bytes, header " +
+                           std::to_string(h.size) + ")");
+  }
+  return Span{h.size, end - h.size};
+}
+
+// Checks every region against the file size, in file order, so that a truncated log is
+// reported at the first region it cuts.
+Status CheckRegions(const Header& h, size_t file_size, Span* job) {
+  Result<Span> job_span = JobSpan(h, file_size);
+  if (!job_span.ok()) return job_span.status();
+  *job = *job_span;
+  std::vector<std::pair<Span, std::string>> regions;
+  regions.push_back({h.name_map, "name map"});
+  for (int id = 0; id < kMaxModules; ++id) regions.push_back({h.modules[id], RegionName(id)});
+  std::stable_sort(regions.begin(), regions.end(),
+                   [](const auto& a, const auto& b) { return a.first.off < b.first.off; });
+  for (const auto& [span, name] : regions) {
+    CLAIRFS_RETURN_IF_ERROR(CheckSpan(name, span, h.size, file_size));
+  }
+  return Status::Ok();
+}
+
+Status ParseJobRegion(std::string_view bytes, Span job, DarshanLog* log) {
   log->job_region_length = job.len;
   if (job.len == 0) return Status::Invalid("job region: empty");
   Result<std::string> raw = InflateRegion(bytes.substr(job.off, job.len), log->compression,
@@ -243,11 +260,9 @@ Result<DarshanLog> ParseDarshanLog(std::string_view bytes, const ReadOptions& op
   DarshanLog log;
   Header h;
   CLAIRFS_RETURN_IF_ERROR(ParseHeader(bytes, &log, &h));
-  CLAIRFS_RETURN_IF_ERROR(CheckSpan("name map", h.name_map, h.size, bytes.size()));
-  for (int id = 0; id < kMaxModules; ++id) {
-    CLAIRFS_RETURN_IF_ERROR(CheckSpan(RegionName(id), h.modules[id], h.size, bytes.size()));
-  }
-  CLAIRFS_RETURN_IF_ERROR(ParseJobRegion(bytes, h, &log));
+  Span job;
+  CLAIRFS_RETURN_IF_ERROR(CheckRegions(h, bytes.size(), &job));
+  CLAIRFS_RETURN_IF_ERROR(ParseJobRegion(bytes, job, &log));
 
   log.name_map_length = h.name_map.len;
   if (h.name_map.len > 0) {
