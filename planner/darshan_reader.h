@@ -32,7 +32,7 @@ struct ReadOptions {
   // Decode DXT_POSIX traces (they can dominate the log; heat does not need them).
   bool decode_dxt = true;
   // Log files larger than this are refused by ReadDarshanLogFile.
-  size_t max_file_bytes = size_t{4} << 30;
+  size_t max_file_bytes = size_t{1} << 30;
 };
 
 Result<DarshanLog> ParseDarshanLog(std::string_view bytes, const ReadOptions& options = {});
