@@ -96,6 +96,14 @@ class ByteCursor {
     pos_ += n;
     return true;
   }
+  // Bytes up to the next NUL, which is consumed too; false if there is none.
+  bool CString(std::string_view* out) {
+    size_t nul = data_.find('\0', pos_);
+    if (nul == std::string_view::npos) return false;
+    *out = data_.substr(pos_, nul - pos_);
+    pos_ = nul + 1;
+    return true;
+  }
   bool Skip(size_t n) {
     if (remaining() < n) return false;
     pos_ += n;

@@ -236,17 +236,9 @@ Status ParseNameMap(std::string_view raw, DarshanLog* log) {
         return Status::Invalid("name map: record at byte " + std::to_string(at) + " is cut short");
       }
       name = name.substr(0, name.find('\0'));
-    } else {
-      std::string_view rest;
-      c.Bytes(c.remaining(), &rest);
-      size_t nul = rest.find('\0');
-      if (nul == std::string_view::npos) {
-        return Status::Invalid("name map: name at byte " + std::to_string(at + 8) +
-                               " has no terminating NUL");
-      }
-      name = rest.substr(0, nul);
-      c = ByteCursor(raw, log->byte_order);
-      c.Skip(at + 8 + nul + 1);
+    } else if (!c.CString(&name)) {
+      return Status::Invalid("name map: name at byte " + std::to_string(at + 8) +
+                             " has no terminating NUL");
     }
     auto [it, inserted] = log->names.try_emplace(id, name);
     if (!inserted && it->second.empty()) it->second = std::string(name);
