@@ -163,11 +163,12 @@ Result<HeatTable> LoadHeat(const std::vector<std::string>& inputs, const HeatOpt
     if (!log.ok()) {
       if (!options.skip_bad_logs) return log.status();
       skipped.push_back(log.status().message());
-      continue;
+    } else {
+      ++read;
+      records += log->posix.size() + log->stdio.size();
+      AccumulateHeat(*log, &by_abs, &special, &unnamed);
     }
-    ++read;
-    records += log->posix.size() + log->stdio.size();
-    AccumulateHeat(*log, &by_abs, &special, &unnamed);
+    if (options.progress) options.progress(read + skipped.size(), logs.size());
   }
 
   std::function<bool(const std::string&)> exists = options.exists;

@@ -72,6 +72,8 @@ struct HeatOptions {
   std::function<bool(const std::string& relative)> exists;
   bool skip_bad_logs = false;  // a corrupt log is an error unless this is set
   size_t detection_sample = 1000;
+  // Called after each log is read (logs done, logs in all), e.g. for a progress line.
+  std::function<void(size_t done, size_t total)> progress;
   size_t max_unmatched_examples = 10;
 };
 

@@ -107,6 +107,13 @@ int RunTop(const TopArgs& args) {
   options.backing_root = args.backing;
   options.strip_prefix = args.strip_prefix;
   options.skip_bad_logs = args.skip_bad;
+  const bool show_progress = StderrIsTerminal() && !args.json;
+  if (show_progress) {
+    options.progress = [](size_t done, size_t total) {
+      fprintf(stderr, "\r  reading logs: %zu/%zu", done, total);
+      if (done == total) fprintf(stderr, "\r\033[K");
+    };
+  }
   Result<HeatTable> table = LoadHeat(args.inputs, options);
   if (!table.ok()) {
     fprintf(stderr, "clairfs darshan top: %s\n", table.status().message().c_str());
