@@ -1,5 +1,6 @@
-// Children of `clairfs darshan` that live in their own files (cmd_darshan_*.cc) and are added by
-// RegisterDarshan in cmd_darshan.cc.
+// Children of `clairfs darshan` that live in their own files (cmd_darshan_*.cc). RegisterDarshan
+// (cmd_darshan.cc) creates the `darshan` parent and calls each of these with it; a new child
+// (e.g. `import`) adds its Register function here and one call there.
 #pragma once
 
 #include <CLI/CLI.hpp>
