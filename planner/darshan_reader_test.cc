@@ -203,6 +203,7 @@ TEST(DarshanReader, RandomCorruptionNeverCrashes) {
   std::mt19937_64 rng(7);
   for (const std::string& name : kCorpus) {
     std::string bytes = Load(name);
+    ASSERT_GT(bytes.size(), 360u) << "cannot read " << LogPath(name);
     for (int i = 0; i < 400; ++i) {
       std::string bad = bytes;
       int flips = 1 + static_cast<int>(rng() % 8);
