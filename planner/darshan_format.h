@@ -83,6 +83,8 @@ constexpr int kPosixFCounters = 17;
 // Record sizes by version (index = version).
 constexpr std::array<size_t, 5> kPosixRecordSize = {0, 680, 648, 664, 704};
 
+// Counter indices are named exactly as darshan-parser prints the counters (hence not kCamelCase),
+// so that code using them reads like the logs it handles. Only those clairfs uses are listed.
 enum PosixCounter : int {
   POSIX_OPENS = 0,
   POSIX_FILENOS = 1,

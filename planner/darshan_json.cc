@@ -108,6 +108,7 @@ nlohmann::ordered_json ToJson(const DarshanLog& log, bool include_dxt) {
     records.push_back(std::move(rec));
   }
   root["records"] = std::move(records);
+  root["dropped_posix_v1_records"] = log.dropped_posix_v1_records;
 
   if (include_dxt) {
     json dxt = json::array();

@@ -6,6 +6,7 @@
 //  "mounts": [{path, fs_type}],
 //  "regions": {job, name_map, modules: [{module, id, length, version, partial}]},
 //  "records": [{module, rank, id, name, mount, fs_type, counters: {NAME: value}}],
+//  "dropped_posix_v1_records": N,
 //  "dxt_posix": [{rank, id, name, hostname, writes: [[offset, length, start, end]], reads}]}
 // Counters are named as darshan-parser names them, integers as JSON integers, floats as JSON
 // numbers (NaN and infinities as null). A record whose id the name map lacks has name null.

@@ -306,6 +306,20 @@ TEST(DarshanReader, InflationIsCapped) {
   EXPECT_NE(r.status().message().find("inflates to more than"), std::string::npos);
 }
 
+TEST(DarshanReader, PosixV1RecordsWithStdioCountersAreDroppedAndCounted) {
+  // Two version-1 records (680 bytes): the first has fopens (counter 6) set.
+  std::string raw(2 * 680, '\0');
+  PutU64(&raw, 16 + 8 * 6, 3);
+  PutU64(&raw, 680 + 16 + 8 * 0, 7);  // second record: POSIX_OPENS = 7
+  Result<std::string> packed = DeflateRegion(raw, Compression::kZlib);
+  Result<DarshanLog> log = ParseDarshanLog(LogWithPosixRegion(*packed, 1));
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->posix.size(), 1u);
+  EXPECT_EQ(log->posix[0].counters[POSIX_OPENS], 7);
+  EXPECT_EQ(log->dropped_posix_v1_records, 1u);
+  EXPECT_NE(FormatParserText(*log).find("# note: 1 version-1 records"), std::string::npos);
+}
+
 TEST(DarshanReader, PartialRecordsAndHostileDxtCountsAreErrors) {
   Result<std::string> odd = DeflateRegion(std::string(700, '\0'), Compression::kZlib);
   Result<DarshanLog> r = ParseDarshanLog(LogWithPosixRegion(*odd, 4));

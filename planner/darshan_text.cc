@@ -90,6 +90,12 @@ void AppendSectionHeader(const DarshanLog& log, int module_id, std::string* out)
             "show -1.\n",
             region->version, current, region->version);
   }
+  if (module_id == kPosixModule && log.dropped_posix_v1_records > 0) {
+    Appendf(out,
+            "\n# note: %zu version-1 records also held stdio counters and cannot be converted; "
+            "they are left out, as darshan-parser leaves them out.\n",
+            log.dropped_posix_v1_records);
+  }
   out->append(
       "\n#<module>\t<rank>\t<record id>\t<counter>\t<value>\t<file name>\t<mount pt>"
       "\t<fs type>\n");
