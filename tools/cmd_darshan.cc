@@ -21,8 +21,8 @@
 namespace clairfs::cli {
 namespace {
 
-// A corrupt log is a failed operation (exit 1), not a usage error, although the reader
-// reports it as EINVAL.
+// A corrupt log, or one the 3.41 format cannot hold, is a failed operation (exit 1), not a usage
+// error, although the reader and writer report it as EINVAL.
 int FailLog(const std::string& command, const Status& status) {
   fprintf(stderr, "clairfs %s: %s\n", command.c_str(), status.message().c_str());
   return kExitFailed;
@@ -65,7 +65,7 @@ int RunReencode(const ReencodeArgs& args) {
   darshan::WriteOptions options;
   options.compression = args.bzip2 ? darshan::Compression::kBzip2 : darshan::Compression::kZlib;
   Status s = darshan::WriteDarshanLogFile(args.out, *log, options);
-  if (!s.ok()) return Fail("darshan reencode", s);
+  if (!s.ok()) return FailLog("darshan reencode", s);
   return kExitOk;
 }
 
