@@ -88,7 +88,7 @@ TEST(DarshanCli, TopMapsPathsOntoTheBackingRoot) {
                "bytes"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["logs"], 19);
+  EXPECT_EQ(j["logs"].get<size_t>(), darshan::testing::SharedLogNames().size());
   ASSERT_GT(j["files"].size(), 20u);
   EXPECT_EQ(j["files"].size(), j["file_count"]);
   for (size_t i = 1; i < j["files"].size(); ++i) {
