@@ -12,6 +12,7 @@ void RegisterAllCommands(CLI::App& app) {
       RegisterBench,
       RegisterPfsEmu,
       RegisterDemo,
+      RegisterDarshan,
   };
   for (RegisterFn fn : kCommands) fn(app);
 }

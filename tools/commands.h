@@ -16,6 +16,7 @@ void RegisterStatus(CLI::App& app);
 void RegisterBench(CLI::App& app);
 void RegisterPfsEmu(CLI::App& app);
 void RegisterDemo(CLI::App& app);
+void RegisterDarshan(CLI::App& app);
 
 // Adds every subcommand in the table to `app`.
 void RegisterAllCommands(CLI::App& app);

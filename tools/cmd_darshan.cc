@@ -1,0 +1,100 @@
+// `clairfs darshan ...`: Darshan logs as clairfs reads and writes them.
+//
+//   clairfs darshan dump LOG [--json]        records as darshan-parser prints them (or JSON)
+//   clairfs darshan top LOG|DIR... [...]     files ranked by read heat, merged over logs
+//   clairfs darshan reencode IN OUT [...]    rewrite a log as a format-3.41 log
+//
+// `darshan` is a parent command: other children (e.g. `import`) register themselves on it in
+// their own files. Exit codes: 0 done, 1 failed (unreadable or corrupt log), 2 usage.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "planner/darshan_json.h"
+#include "planner/darshan_reader.h"
+#include "planner/darshan_text.h"
+#include "planner/darshan_writer.h"
+#include "tools/cli.h"
+#include "tools/cmd_darshan.h"
+#include "tools/commands.h"
+
+namespace clairfs::cli {
+namespace {
+
+// A corrupt log, or one the 3.41 format cannot hold, is a failed operation (exit 1), not a usage
+// error, although the reader and writer report it as EINVAL.
+int FailLog(const std::string& command, const Status& status) {
+  fprintf(stderr, "clairfs %s: %s\n", command.c_str(), status.message().c_str());
+  return kExitFailed;
+}
+
+bool WriteStdout(const std::string& text) {
+  return fwrite(text.data(), 1, text.size(), stdout) == text.size() && fflush(stdout) == 0;
+}
+
+struct DumpArgs {
+  std::string log;
+  bool json = false;
+};
+
+int RunDump(const DumpArgs& args) {
+  Result<darshan::DarshanLog> log = darshan::ReadDarshanLogFile(args.log);
+  if (!log.ok()) return FailLog("darshan dump", log.status());
+  std::string text;
+  if (args.json) {
+    text = darshan::ToJson(*log).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    text += '\n';
+  } else {
+    text = darshan::FormatParserText(*log);
+  }
+  if (!WriteStdout(text)) {
+    return Fail("darshan dump", Status::FromErrno(errno, "writing to stdout"));
+  }
+  return kExitOk;
+}
+
+struct ReencodeArgs {
+  std::string in;
+  std::string out;
+  bool bzip2 = false;
+};
+
+int RunReencode(const ReencodeArgs& args) {
+  Result<darshan::DarshanLog> log = darshan::ReadDarshanLogFile(args.in);
+  if (!log.ok()) return FailLog("darshan reencode", log.status());
+  darshan::WriteOptions options;
+  options.compression = args.bzip2 ? darshan::Compression::kBzip2 : darshan::Compression::kZlib;
+  Status s = darshan::WriteDarshanLogFile(args.out, *log, options);
+  if (!s.ok()) return FailLog("darshan reencode", s);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterDarshan(CLI::App& app) {
+  CLI::App* darshan = app.add_subcommand(
+      "darshan", "Read and write Darshan I/O logs (dump, rank hot files, re-encode)");
+  darshan->require_subcommand(1);
+
+  auto dump_args = std::make_shared<DumpArgs>();
+  CLI::App* dump = AddCommand(
+      darshan, "dump",
+      "Print a log's POSIX and STDIO records exactly as darshan-parser does (or as JSON)");
+  dump->add_option("LOG", dump_args->log, "Darshan log file")->required();
+  dump->add_flag("--json", dump_args->json,
+                 "Structured output: job, mounts, regions, records with named counters");
+  dump->callback([dump_args] { SetExitCode(RunDump(*dump_args)); });
+
+  RegisterDarshanTop(darshan);
+
+  auto reencode_args = std::make_shared<ReencodeArgs>();
+  CLI::App* reencode = AddCommand(
+      darshan, "reencode",
+      "Rewrite a Darshan log (3.00-3.41) as a format-3.41 log with current record versions");
+  reencode->add_option("IN", reencode_args->in, "Darshan log to read")->required();
+  reencode->add_option("OUT", reencode_args->out, "Log to write (must not exist)")->required();
+  reencode->add_flag("--bzip2", reencode_args->bzip2, "Compress regions with bzip2, not zlib");
+  reencode->callback([reencode_args] { SetExitCode(RunReencode(*reencode_args)); });
+}
+
+}  // namespace clairfs::cli
