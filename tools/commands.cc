@@ -5,6 +5,7 @@ namespace clairfs::cli {
 
 void RegisterAllCommands(CLI::App& app) {
   static const RegisterFn kCommands[] = {
+      RegisterPlan,
   };
   for (RegisterFn fn : kCommands) fn(app);
 }

@@ -14,6 +14,7 @@ void RegisterUmount(CLI::App& app);
 void RegisterFsck(CLI::App& app);
 void RegisterStatus(CLI::App& app);
 void RegisterBench(CLI::App& app);
+void RegisterPlan(CLI::App& app);
 
 // Adds every subcommand in the table to `app`.
 void RegisterAllCommands(CLI::App& app);
