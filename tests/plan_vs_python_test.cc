@@ -35,7 +35,12 @@ using testing::MakeDirs;
 using testing::TempDir;
 using testing::WriteFile;
 
-constexpr const char* kPython = "/usr/bin/python3";
+// /usr/bin/python3 (the Debian interpreter with python3-torch etc.); CLAIRFS_TEST_PYTHON
+// overrides it, e.g. to check the skip/fail path.
+std::string PythonPath() {
+  const char* override_path = getenv("CLAIRFS_TEST_PYTHON");
+  return override_path != nullptr && *override_path ? override_path : "/usr/bin/python3";
+}
 
 constexpr const char* kOracleScript =
     R"PY(# Oracle for tests/plan_vs_python_test.cc: computes sample orders with the real libraries
@@ -151,11 +156,11 @@ bool InCi() {
 
 // Empty if the oracle can run, else why not.
 std::string OracleUnavailable() {
-  if (access(kPython, X_OK) != 0) return std::string(kPython) + " not found";
+  if (access(PythonPath().c_str(), X_OK) != 0) return PythonPath() + " not found";
   CommandResult probe = testing::Run(
-      {kPython, "-c", "import torch, torchvision, numpy; print(torch.__version__)"}, 120);
+      {PythonPath(), "-c", "import torch, torchvision, numpy; print(torch.__version__)"}, 120);
   if (probe.exit_code != 0) {
-    return "torch/torchvision/numpy not importable by " + std::string(kPython) + ": " + probe.err;
+    return "torch/torchvision/numpy not importable by " + PythonPath() + ": " + probe.err;
   }
   return "";
 }
@@ -457,7 +462,7 @@ TEST_F(PlanVsPython, AgreesWithTorchTorchvisionAndNumpy) {
   }
   WriteFile(dir / "oracle.py", kOracleScript);
   WriteFile(dir / "request.json", request.dump());
-  CommandResult oracle = testing::Run({kPython, dir / "oracle.py", dir / "request.json"}, 600);
+  CommandResult oracle = testing::Run({PythonPath(), dir / "oracle.py", dir / "request.json"}, 600);
   ASSERT_EQ(oracle.exit_code, 0) << oracle.err;
   nlohmann::json answer = nlohmann::json::parse(oracle.out);
 
