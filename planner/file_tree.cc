@@ -96,6 +96,9 @@ class PosixFileTree : public FileTree {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Status::FromErrno(errno, "cannot read " + path);
     std::string content;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+      content.reserve(static_cast<size_t>(st.st_size));
     char buffer[65536];
     while (true) {
       ssize_t n = read(fd, buffer, sizeof(buffer));

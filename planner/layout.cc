@@ -1,6 +1,9 @@
 // Layout spec parsing, dispatch and list layouts (see layout.h).
 #include "planner/layout.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace clairfs {
 
 Status CheckRelativePath(std::string_view path) {
@@ -45,6 +48,7 @@ Result<LayoutSpec> ParseLayoutSpec(std::string_view text, std::string_view root)
 
 Result<std::vector<std::string>> ParsePathList(std::string_view content, std::string_view source) {
   std::vector<std::string> paths;
+  paths.reserve(static_cast<size_t>(std::count(content.begin(), content.end(), '\n')) + 1);
   size_t start = 0;
   uint64_t line_number = 0;
   while (start < content.size()) {
@@ -70,9 +74,10 @@ Result<Layout> BuildLayout(FileTree* tree, const std::string& backing_root,
     auto lines = ParsePathList(*content, spec.list_file);
     if (!lines.ok()) return lines.status();
     if (lines->empty()) return Status::Invalid("layout list " + spec.list_file + " is empty");
-    std::vector<std::string> paths;
-    paths.reserve(lines->size());
-    for (const std::string& line : *lines) paths.push_back(JoinRel(spec.root, line));
+    std::vector<std::string> paths = std::move(*lines);
+    if (!spec.root.empty()) {
+      for (std::string& path : paths) path = JoinRel(spec.root, path);
+    }
     std::vector<FileState> states(paths.size(), FileState::kInside);
     return Layout(std::move(paths), std::move(states), {});
   }
