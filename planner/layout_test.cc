@@ -1,3 +1,6 @@
+// Layouts on real temporary trees: torchvision's ImageFolder order (whole-dirpath sort,
+// extension filter, links), sorted and list layouts, link cycles, links leaving the root, and
+// errors injected through a FileTree wrapper.
 #include "planner/layout.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// list: plan files: epochs, ranks, comments, and one clear error per malformed line.
 #include "planner/list_plan.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// MT19937 against the C++ standard's reference values and std::mt19937, seeding semantics, and
+// torch's random_() composition (values from torch 1.13.1).
 #include "planner/mt19937.h"
 
 #include <random>

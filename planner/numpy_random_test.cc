@@ -1,3 +1,6 @@
+// NumPy reproductions against values printed by numpy 1.24.2: RandomState and default_rng
+// permutations, SeedSequence pools and states, PCG64 raw outputs and next32 buffering, and the
+// masked-rejection random_interval (32- and 64-bit paths) with scripted draws.
 #include "planner/numpy_random.h"
 
 #include <vector>

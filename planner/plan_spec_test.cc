@@ -1,3 +1,5 @@
+// Plan spec parsing: every accepted form, the libraries' seed ranges, and one clear EINVAL
+// message per kind of bad spec.
 #include "planner/plan_spec.h"
 
 #include <gtest/gtest.h>

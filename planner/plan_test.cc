@@ -1,3 +1,5 @@
+// Plan: DistributedSampler padding and drop_last, per-epoch caching, stream replay in any asking
+// order, torch-random draw order, epoch/rank bounds, list plans, and a timed ImageNet-sized epoch.
 #include "planner/plan.h"
 
 #include <chrono>

@@ -1,3 +1,4 @@
+// Python str order of file names (surrogateescape decoding, code point comparison).
 #include "planner/python_order.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// torch.randperm reproductions against torch 1.13.1 values, draw counts, and the inside-out
+// variant of torch >= 2.6/2.7.
 #include "planner/torch_randperm.h"
 
 #include <algorithm>

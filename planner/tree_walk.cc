@@ -41,9 +41,7 @@ Status WalkOne(const WalkContext& context, const std::string& rel, const std::st
         CLAIRFS_RETURN_IF_ERROR(context.tree->StatFollow(full, &target, &error));
         if (!target.exists) {
           if (error == ELOOP) {
-            return Status::Error(ELOOP, "link cycle: " + child_rel +
-                                            " (too many levels of "
-                                            "symbolic links)");
+            return Status::Error(ELOOP, "link cycle: " + child_rel + " resolves in a loop (ELOOP)");
           }
           dir.files.push_back({entry.name, FileState::kBroken, false});
           break;
