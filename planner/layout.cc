@@ -70,7 +70,8 @@ Result<Layout> BuildLayout(FileTree* tree, const std::string& backing_root,
                            const LayoutSpec& spec) {
   if (spec.kind == LayoutKind::kList) {
     auto content = tree->ReadFile(spec.list_file);
-    if (!content.ok()) return content.status().WithContext("layout list");
+    // The file is part of the layout spec: failing to read it is bad input (EINVAL).
+    if (!content.ok()) return Status::Invalid("layout list: " + content.status().message());
     auto lines = ParsePathList(*content, spec.list_file);
     if (!lines.ok()) return lines.status();
     if (lines->empty()) return Status::Invalid("layout list " + spec.list_file + " is empty");

@@ -13,8 +13,9 @@
 // warnings() for the caller to show.
 //
 // Memory: one std::string per sample plus one byte of state.
-// Errors: Status with EINVAL for bad specs, the errno of a failed listing, ELOOP for cycles,
-// ENOENT for an empty class or dataset. Thread-safety: an immutable value once built.
+// Errors: Status with EINVAL for bad specs (including an unreadable list file), the errno of a
+// failed listing, ELOOP for cycles, ENOENT for an empty class or dataset. Thread-safety: an
+// immutable value once built.
 #pragma once
 
 #include <cstdint>

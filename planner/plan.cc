@@ -23,7 +23,10 @@ Result<std::unique_ptr<Plan>> Plan::Create(const PlanSpec& spec, uint64_t num_sa
 Result<std::unique_ptr<Plan>> Plan::CreateFromList(const PlanSpec& spec, FileTree* tree) {
   if (spec.kind != SamplerKind::kList) return Status::Invalid("not a list: plan");
   auto content = tree->ReadFile(spec.list_file);
-  if (!content.ok()) return content.status().WithContext("list plan");
+  // The list names part of the spec, so failing to read it is a bad spec (EINVAL), with the
+  // reason kept in the message.
+  if (!content.ok())
+    return Status::Invalid("plan spec '" + spec.text + "': " + content.status().message());
   auto list = ListPlan::Parse(*content, spec.list_file);
   if (!list.ok()) return list.status();
   std::unique_ptr<Plan> plan(new Plan());

@@ -11,7 +11,8 @@
 // `epochs`. Ranks are those of the spec (`ranks=A-B`, default every rank of the world).
 //
 // Errors: EINVAL for an epoch or rank outside the plan, or an epoch whose derived seed leaves
-// the library's range; list file errors from ListPlan. Thread-safety: not thread-safe (the epoch
+// the library's range; list file errors from ListPlan (an unreadable list file is EINVAL: it is
+// part of the spec). Thread-safety: not thread-safe (the epoch
 // cache is mutable); use one Plan per thread or lock around it. EpochOrder values it returns are
 // immutable and may be shared freely.
 #pragma once

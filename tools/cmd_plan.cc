@@ -3,7 +3,8 @@
 //
 // Contract: reads the backing tree (to build the layout) or the list file, never anything else;
 // writes the order on stdout and warnings (links left out) on stderr. Exit codes: 0 printed,
-// 1 the tree or a file could not be read, 2 bad arguments or spec (EINVAL).
+// 1 the backing tree could not be read (or a link cycle), 2 bad arguments or spec, including an
+// unreadable list file (EINVAL).
 #include <cstdio>
 #include <memory>
 #include <optional>

@@ -119,7 +119,7 @@ TEST_F(PlanShowCli, ExitCodesAndMessages) {
       {{"--backing", dir_ / "nope", "--plan", "sequential", "--epoch", "0"},
        1,
        "No such file or directory"},
-      {{"--plan", "list:" + (dir_ / "nope.txt"), "--epoch", "0"}, 1, "nope.txt"},
+      {{"--plan", "list:" + (dir_ / "nope.txt"), "--epoch", "0"}, 2, "nope.txt: No such file"},
   };
   for (const Case& c : cases) {
     CommandResult result = PlanShow(c.args);
