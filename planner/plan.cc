@@ -10,14 +10,26 @@ Result<std::unique_ptr<Plan>> Plan::Create(const PlanSpec& spec, uint64_t num_sa
   auto sampler = MakeSampler(spec, num_samples);
   if (!sampler.ok()) return sampler.status();
   std::unique_ptr<Plan> plan(new Plan());
-  plan->spec_ = spec;
+  plan->SetSamplerSpec(spec);
   plan->sampler_ = std::move(*sampler);
-  if (spec.kind == SamplerKind::kTorchDistributed) {
-    plan->world_ = spec.world;
-    plan->first_rank_ = spec.first_rank;
-    plan->last_rank_ = spec.last_rank;
-  }
   return plan;
+}
+
+void Plan::SetSamplerSpec(const PlanSpec& spec) {
+  spec_ = spec;
+  if (spec.kind == SamplerKind::kTorchDistributed) {
+    world_ = spec.world;
+    first_rank_ = spec.first_rank;
+    last_rank_ = spec.last_rank;
+  }
+}
+
+Status Plan::CheckSamplerBounds(const PlanSpec& spec, uint64_t epoch, uint32_t rank) {
+  if (spec.kind == SamplerKind::kList) return Status::Invalid("list: plans have no sampler");
+  Plan bounds;
+  bounds.SetSamplerSpec(spec);
+  CLAIRFS_RETURN_IF_ERROR(bounds.CheckRank(rank));
+  return bounds.CheckEpoch(epoch);
 }
 
 Result<std::unique_ptr<Plan>> Plan::CreateFromList(const PlanSpec& spec, FileTree* tree) {

@@ -57,9 +57,19 @@ class Plan {
   // EINVAL naming the plan's ranks if `rank` is not one of them.
   Status CheckRank(uint32_t rank) const;
 
+  // Checks `epoch` and `rank` against a sampler spec before any dataset is read (walking a
+  // layout can take long on a parallel filesystem); same errors as RankIndices.
+  static Status CheckSamplerBounds(const PlanSpec& spec, uint64_t epoch, uint32_t rank);
+  // The rank meant when none is named: A of ranks=A-B, else 0.
+  static uint32_t DefaultRank(const PlanSpec& spec) {
+    return spec.kind == SamplerKind::kTorchDistributed ? spec.first_rank : 0;
+  }
+
  private:
   Plan() = default;
   Status CheckEpoch(uint64_t epoch) const;
+  // Sets spec_ and the rank range of a sampler spec.
+  void SetSamplerSpec(const PlanSpec& spec);
 
   PlanSpec spec_;
   uint32_t world_ = 1;

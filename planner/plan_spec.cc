@@ -245,6 +245,11 @@ Result<SeedInteger> ParseSeedInteger(std::string_view text, std::string_view wha
     return Status::Invalid(std::string(what) + "='" + std::string(text) +
                            "' is not a decimal integer");
   }
+  if (digits.size() > kMaxSeedDigits) {
+    // numpy accepts any size; parsing is quadratic in the length, so we stop somewhere sane.
+    return Status::Invalid(std::string(what) + " has " + std::to_string(digits.size()) +
+                           " digits; clairfs accepts at most " + std::to_string(kMaxSeedDigits));
+  }
   for (char c : digits) {
     if (c < '0' || c > '9') {
       return Status::Invalid(std::string(what) + "='" + std::string(text) +

@@ -12,7 +12,8 @@
 // [start_epoch, epochs) like `for epoch in range(start_epoch, epochs)`; without `epochs` it never
 // ends. Seeds are decimal integers and accepted exactly as the library accepts them: torch
 // -2^63..2^64-1 (negatives as two's complement), numpy legacy 0..2^32-1, numpy-rng any
-// non-negative integer (no size limit). See docs/PLANNER.md for what each kind reproduces.
+// non-negative integer (up to kMaxSeedDigits decimal digits, far beyond 2^128). See
+// docs/PLANNER.md for what each kind reproduces.
 //
 // Errors: ParsePlanSpec returns EINVAL with one message naming the problem (unknown kind or key,
 // duplicate key, missing seed or world, bad number, rank outside the world, ...). The list file
@@ -20,6 +21,7 @@
 // Thread-safety: values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,6 +70,9 @@ struct PlanSpec {
     return epoch >= start_epoch && (!end_epoch || epoch < *end_epoch);
   }
 };
+
+// Longest seed accepted, in decimal digits (about 2^33000).
+constexpr size_t kMaxSeedDigits = 10000;
 
 Result<PlanSpec> ParsePlanSpec(std::string_view text);
 

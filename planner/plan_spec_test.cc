@@ -152,6 +152,10 @@ TEST(ParseSeedInteger, ArbitrarySizeDecimal) {
   EXPECT_TRUE(zero->magnitude.empty());
   EXPECT_FALSE(ParseSeedInteger("-", "seed").ok());
   EXPECT_FALSE(ParseSeedInteger("1.5", "seed").ok());
+  EXPECT_TRUE(ParseSeedInteger(std::string(kMaxSeedDigits, '9'), "seed").ok());
+  auto too_long = ParseSeedInteger(std::string(kMaxSeedDigits + 1, '9'), "seed");
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("at most 10000"), std::string::npos);
 }
 
 }  // namespace

@@ -101,6 +101,11 @@ TEST(Plan, EpochAndRankBounds) {
   ASSERT_FALSE(rank.ok());
   EXPECT_NE(rank.status().message().find("ranks 4-5 of a world of 8"), std::string::npos)
       << rank.status().message();
+  // The same checks without a dataset, as the CLI does before walking a tree.
+  EXPECT_EQ(Plan::DefaultRank(plan->spec()), 4u);
+  EXPECT_TRUE(Plan::CheckSamplerBounds(plan->spec(), 9, 5).ok());
+  EXPECT_EQ(Plan::CheckSamplerBounds(plan->spec(), 1, 4).message(), early.status().message());
+  EXPECT_EQ(Plan::CheckSamplerBounds(plan->spec(), 2, 3).message(), rank.status().message());
   auto single = MakePlan("numpy:seed=1", 5);
   EXPECT_FALSE(single->RankIndices(0, 1).ok());
 }

@@ -63,6 +63,13 @@ int RunPlanShow(const PlanShowOptions& options) {
     return UsageError(command, "--format '" + options.format + "': expected paths or indices");
   }
 
+  uint32_t rank = Plan::DefaultRank(*spec);
+  if (!options.rank.empty()) {
+    auto parsed = ParseDecimalU64(options.rank, UINT32_MAX, "--rank");
+    if (!parsed.ok()) return Fail(command, parsed.status());
+    rank = static_cast<uint32_t>(*parsed);
+  }
+
   FileTree* tree = PosixFileTreeInstance();
   std::unique_ptr<Plan> plan;
   std::optional<Layout> layout;
@@ -75,6 +82,9 @@ int RunPlanShow(const PlanShowOptions& options) {
       return UsageError(command, "--backing DIR is required for " +
                                      std::string(SamplerKindName(spec->kind)) + " plans");
     }
+    // Refuse a bad epoch or rank before walking the tree, which can take minutes on a PFS.
+    Status bounds = Plan::CheckSamplerBounds(*spec, *epoch, rank);
+    if (!bounds.ok()) return Fail(command, bounds);
     auto layout_spec = ParseLayoutSpec(options.layout, options.layout_root);
     if (!layout_spec.ok()) return Fail(command, layout_spec.status());
     auto built = BuildLayout(tree, options.backing, *layout_spec);
@@ -86,12 +96,6 @@ int RunPlanShow(const PlanShowOptions& options) {
     plan = std::move(*created);
   }
 
-  uint32_t rank = plan->first_rank();
-  if (!options.rank.empty()) {
-    auto parsed = ParseDecimalU64(options.rank, UINT32_MAX, "--rank");
-    if (!parsed.ok()) return Fail(command, parsed.status());
-    rank = static_cast<uint32_t>(*parsed);
-  }
   auto indices = plan->RankIndices(*epoch, rank, limit);
   if (!indices.ok()) return Fail(command, indices.status());
 

@@ -116,6 +116,10 @@ TEST_F(PlanShowCli, ExitCodesAndMessages) {
       {{"--backing", b, "--layout", "tree", "--plan", "sequential", "--epoch", "0"},
        2,
        "expected imagefolder, sorted or list:FILE"},
+      // Bounds are checked before the (missing) tree is read.
+      {{"--backing", dir_ / "nope", "--plan", "numpy:seed=1,epochs=1", "--epoch", "1"},
+       2,
+       "epoch 1 is outside the plan"},
       {{"--backing", dir_ / "nope", "--plan", "sequential", "--epoch", "0"},
        1,
        "No such file or directory"},
