@@ -64,7 +64,7 @@ Result<ListPlan> ListPlan::Parse(std::string_view content, std::string_view sour
       plan.epochs_[epoch];
       continue;
     }
-    auto is_rank = MatchDirective(line, "rank", UINT32_MAX - 1, &number);
+    auto is_rank = MatchDirective(line, "rank", kMaxListPlanRank, &number);
     if (!is_rank.ok()) return fail(is_rank.status().message());
     if (*is_rank) {
       auto& ranks = plan.epochs_[epoch];

@@ -8,7 +8,8 @@
 //   # anything     any other line starting with '#' is a comment
 //   PATH           a file relative to the backing root (no empty, '.' or '..' components)
 // Empty lines are ignored. A rank may appear once per epoch; ranks with no lines in an epoch
-// read nothing in it. The plan's world is one more than the highest rank mentioned.
+// read nothing in it. The plan's world is one more than the highest rank mentioned; ranks go up
+// to kMaxListPlanRank, because every epoch keeps one (possibly empty) sequence per rank.
 // Paths are numbered in order of first appearance; those numbers are the plan's sample indices
 // and paths() maps them back.
 //
@@ -28,6 +29,8 @@
 #include "planner/status.h"
 
 namespace clairfs {
+
+constexpr uint64_t kMaxListPlanRank = 65535;
 
 class ListPlan {
  public:

@@ -52,6 +52,7 @@ TEST(ListPlan, MalformedFilesNameTheLine) {
       {"a\n# epoch 0\nb\n", "plan:2: epoch 0 given after paths"},
       {"# epoch x\n", "plan:1: epoch='x'"},
       {"# rank -1\na\n", "plan:1: rank='-1'"},
+      {"# rank 65536\na\n", "plan:1: rank='65536' is too large (max 65535)"},
       {"# rank 0\na\n# rank 0\nb\n", "plan:3: rank 0 appears twice"},
       {"a\n# rank 1\nb\n", "plan:2: '# rank' after paths"},
       {"a\n/etc/passwd\n", "plan:2: '/etc/passwd' is absolute"},
@@ -65,6 +66,41 @@ TEST(ListPlan, MalformedFilesNameTheLine) {
     EXPECT_EQ(plan.status().code(), EINVAL);
     EXPECT_NE(plan.status().message().find(bad.names), std::string::npos)
         << bad.content << " -> " << plan.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace clairfs
+
+namespace clairfs {
+namespace {
+
+// Random lines made of directives, paths and junk: an error or a plan, never a crash, and every
+// parsed plan's indices point into its path table.
+TEST(ListPlan, GarbageNeverCrashes) {
+  const char* pieces[] = {"# epoch ", "# rank ", "#",  "a",  "b/c",
+                          "..",       "/",       "\n", "\n", "7",
+                          "0",        "x",       " ",  "-1", "99999999999999999999999"};
+  uint64_t state = 7;
+  for (int i = 0; i < 5000; ++i) {
+    std::string content;
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    size_t count = (state >> 40) % 30;
+    for (size_t k = 0; k < count; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      content += pieces[(state >> 33) % (sizeof(pieces) / sizeof(pieces[0]))];
+    }
+    auto plan = ListPlan::Parse(content, "fuzz");
+    if (!plan.ok()) {
+      EXPECT_EQ(plan.status().code(), EINVAL);
+      continue;
+    }
+    for (uint64_t epoch : plan->epochs()) {
+      auto order = plan->Epoch(epoch);
+      for (uint32_t rank = 0; rank < plan->world(); ++rank) {
+        for (uint64_t index : order->RankIndices(rank)) ASSERT_LT(index, plan->paths().size());
+      }
+    }
   }
 }
 

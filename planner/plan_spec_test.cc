@@ -160,3 +160,34 @@ TEST(ParseSeedInteger, ArbitrarySizeDecimal) {
 
 }  // namespace
 }  // namespace clairfs
+
+namespace clairfs {
+namespace {
+
+// Garbage specs (random bytes around the real keys) must give an error or a spec, never crash.
+TEST(PlanSpec, GarbageNeverCrashes) {
+  const std::string alphabet = "torch-distributed:random,numpy-rng=seed0123456789-_,world";
+  uint64_t state = 1;
+  int rejected = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    size_t length = (state >> 40) % 48;
+    for (size_t k = 0; k < length; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t pick = state >> 33;
+      text.push_back(pick % 16 == 0 ? static_cast<char>(pick >> 8)
+                                    : alphabet[pick % alphabet.size()]);
+    }
+    auto spec = ParsePlanSpec(text);
+    if (!spec.ok()) {
+      ++rejected;
+      EXPECT_EQ(spec.status().code(), EINVAL) << text;
+      EXPECT_FALSE(spec.status().message().empty());
+    }
+  }
+  EXPECT_GT(rejected, 19000);
+}
+
+}  // namespace
+}  // namespace clairfs
