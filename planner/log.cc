@@ -21,14 +21,10 @@ std::set<std::string, std::less<>> g_once_keys;
 
 const char* LevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kError:
-      return "error";
-    case LogLevel::kWarn:
-      return "warn";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kDebug:
-      return "debug";
+    case LogLevel::kError: return "error";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kDebug: return "debug";
   }
   return "?";
 }
@@ -53,16 +49,11 @@ void WriteLine(LogLevel level, const char* format, va_list args) {
 }  // namespace
 
 bool ParseLogLevel(std::string_view name, LogLevel* level) {
-  if (name == "error")
-    *level = LogLevel::kError;
-  else if (name == "warn" || name == "warning")
-    *level = LogLevel::kWarn;
-  else if (name == "info")
-    *level = LogLevel::kInfo;
-  else if (name == "debug")
-    *level = LogLevel::kDebug;
-  else
-    return false;
+  if (name == "error") *level = LogLevel::kError;
+  else if (name == "warn" || name == "warning") *level = LogLevel::kWarn;
+  else if (name == "info") *level = LogLevel::kInfo;
+  else if (name == "debug") *level = LogLevel::kDebug;
+  else return false;
   return true;
 }
 

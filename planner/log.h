@@ -31,8 +31,8 @@ void LogOnce(std::string_view key, LogLevel level, const char* format, ...)
 #define CLAIRFS_LOG_ERROR(...) ::clairfs::Log(::clairfs::LogLevel::kError, __VA_ARGS__)
 #define CLAIRFS_LOG_WARN(...) ::clairfs::Log(::clairfs::LogLevel::kWarn, __VA_ARGS__)
 #define CLAIRFS_LOG_INFO(...) ::clairfs::Log(::clairfs::LogLevel::kInfo, __VA_ARGS__)
-#define CLAIRFS_LOG_DEBUG(...)                                  \
-  do {                                                          \
-    if (::clairfs::LogEnabled(::clairfs::LogLevel::kDebug))     \
-      ::clairfs::Log(::clairfs::LogLevel::kDebug, __VA_ARGS__); \
+#define CLAIRFS_LOG_DEBUG(...)                                                  \
+  do {                                                                          \
+    if (::clairfs::LogEnabled(::clairfs::LogLevel::kDebug))                     \
+      ::clairfs::Log(::clairfs::LogLevel::kDebug, __VA_ARGS__);                 \
   } while (0)

@@ -46,7 +46,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     if (status_.ok()) status_ = Status::Error(EINVAL, "internal: Result built from OK status");
   }
@@ -69,8 +69,8 @@ class [[nodiscard]] Result {
 }  // namespace clairfs
 
 // Return early from the enclosing function if `expr` (a Status) is an error.
-#define CLAIRFS_RETURN_IF_ERROR(expr)                  \
-  do {                                                 \
-    ::clairfs::Status clairfs_status_ = (expr);        \
+#define CLAIRFS_RETURN_IF_ERROR(expr)                \
+  do {                                               \
+    ::clairfs::Status clairfs_status_ = (expr);      \
     if (!clairfs_status_.ok()) return clairfs_status_; \
   } while (0)

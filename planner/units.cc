@@ -25,20 +25,13 @@ Result<uint64_t> ParseSize(std::string_view text) {
     suffix.resize(1);
   }
   double multiplier = 1;
-  if (suffix.empty() || suffix == "B")
-    multiplier = 1;
-  else if (suffix == "K")
-    multiplier = 1024.0;
-  else if (suffix == "M")
-    multiplier = 1024.0 * 1024;
-  else if (suffix == "G")
-    multiplier = 1024.0 * 1024 * 1024;
-  else if (suffix == "T")
-    multiplier = 1024.0 * 1024 * 1024 * 1024;
-  else if (suffix == "P")
-    multiplier = 1024.0 * 1024 * 1024 * 1024 * 1024;
-  else
-    return bad();
+  if (suffix.empty() || suffix == "B") multiplier = 1;
+  else if (suffix == "K") multiplier = 1024.0;
+  else if (suffix == "M") multiplier = 1024.0 * 1024;
+  else if (suffix == "G") multiplier = 1024.0 * 1024 * 1024;
+  else if (suffix == "T") multiplier = 1024.0 * 1024 * 1024 * 1024;
+  else if (suffix == "P") multiplier = 1024.0 * 1024 * 1024 * 1024 * 1024;
+  else return bad();
   double bytes = number * multiplier;
   if (bytes >= 1.8e19) return bad();
   if (multiplier == 1 && number != std::floor(number)) return bad();
@@ -69,10 +62,8 @@ std::string FormatBytes(uint64_t bytes) {
     ++unit;
   }
   char buf[64];
-  if (unit == 0)
-    snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
-  else
-    snprintf(buf, sizeof(buf), "%.1f %s", value, kUnits[unit]);
+  if (unit == 0) snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  else snprintf(buf, sizeof(buf), "%.1f %s", value, kUnits[unit]);
   return buf;
 }
 
