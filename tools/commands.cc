@@ -13,6 +13,7 @@ void RegisterAllCommands(CLI::App& app) {
       RegisterPfsEmu,
       RegisterDemo,
       RegisterDarshan,
+      RegisterPlan,
   };
   for (RegisterFn fn : kCommands) fn(app);
 }

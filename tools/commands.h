@@ -17,6 +17,7 @@ void RegisterBench(CLI::App& app);
 void RegisterPfsEmu(CLI::App& app);
 void RegisterDemo(CLI::App& app);
 void RegisterDarshan(CLI::App& app);
+void RegisterPlan(CLI::App& app);
 
 // Adds every subcommand in the table to `app`.
 void RegisterAllCommands(CLI::App& app);
