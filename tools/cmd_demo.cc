@@ -42,9 +42,7 @@ struct DemoArgs {
 class MountStack {
  public:
   explicit MountStack(std::string self) : self_(std::move(self)) {}
-  ~MountStack() {
-    (void)PopAll();
-  }
+  ~MountStack() { (void)PopAll(); }
   void Push(const std::string& mountpoint, bool is_clairfs) {
     mounts_.push_back({mountpoint, is_clairfs});
   }
