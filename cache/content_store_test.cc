@@ -378,6 +378,29 @@ TEST(ContentStoreTest, CorruptIndexRecordIsDropped) {
   EXPECT_FALSE(left->has_value());
 }
 
+TEST(ContentStoreTest, EntryNamingAFileOutsideDataIsDroppedNotServed) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  {
+    auto s = Open(root, Env::Default());
+    ASSERT_TRUE(s.ok());
+    // A damaged record whose data name leaves data/ and matches the size of CACHE/FORMAT.
+    CacheEntryRecord evil{"../FORMAT", FileIdentity{16, 1, 1, 1}, 4096, 1, false};
+    ASSERT_TRUE(s->index->Put(IndexDb::kEntries, "evil", EncodeCacheEntry(evil), true).ok());
+    CacheEntryRecord up{"00/../../FORMAT", FileIdentity{16, 1, 1, 1}, 4096, 1, false};
+    ASSERT_TRUE(s->index->Put(IndexDb::kEntries, "up", EncodeCacheEntry(up), true).ok());
+  }
+  auto s = Open(root, Env::Default());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->store->recovery().entries, 0u);
+  EXPECT_EQ(s->store->recovery().entries_dropped, 2u);
+  EXPECT_FALSE(s->store->Find("evil").has_value());
+  EXPECT_FALSE(s->store->Find("up").has_value());
+  (void)s->store->Evict("evil", true);
+  (void)s->store->Evict("up", true);
+  EXPECT_TRUE(PathExists(root + "/FORMAT"));
+}
+
 // --- Capacity and eviction. ---
 
 // Checks a condition on every Env call of the store (so "at every step", not just between
@@ -699,11 +722,28 @@ TEST(CacheDirTest, FormatMismatchRefusedClearly) {
 TEST(CacheDirTest, ForeignNonEmptyDirectoryRefused) {
   TempDir tmp;
   WriteFile(tmp / "precious.txt", "user data");
+  ASSERT_EQ(chmod(tmp.path().c_str(), 0755), 0);
   auto dir = CacheDir::Acquire(tmp.path(), Env::Default());
   ASSERT_FALSE(dir.ok());
   EXPECT_EQ(dir.status().code(), ENOTEMPTY);
   EXPECT_NE(dir.status().message().find("precious.txt"), std::string::npos);
   EXPECT_EQ(ReadFile(tmp / "precious.txt"), "user data");
+  // Refused untouched: no lock file left in it and its mode unchanged.
+  EXPECT_FALSE(PathExists(tmp / "lock"));
+  struct stat st;
+  ASSERT_EQ(lstat(tmp.path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+}
+
+TEST(CacheDirTest, CrashDuringFirstAcquireDoesNotMakeTheDirectoryForeign) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  testing::MakeDirs(root + "/data");
+  WriteFile(root + "/lock", "123\n");
+  WriteFile(root + "/FORMAT.tmp", "clairfs-ca");  // died before the rename
+  auto dir = CacheDir::Acquire(root, Env::Default());
+  ASSERT_TRUE(dir.ok()) << dir.status().message();
+  EXPECT_EQ(ReadFile(root + "/FORMAT"), "clairfs-cache 1\n");
 }
 
 TEST(CacheDirTest, SecondAcquireIsEbusyNamingThePid) {
