@@ -19,6 +19,23 @@ std::string ReadSmallFile(int fd) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+// A new cache, or one that is not ours: refuse to adopt a non-empty directory we did not make.
+Status RefuseForeign(const std::string& root, Env* env) {
+  struct stat st;
+  if (env->Lstat(root + "/FORMAT", &st).ok()) return Status::Ok();
+  std::vector<DirEntry> entries;
+  CLAIRFS_RETURN_IF_ERROR(env->ListDir(root, &entries));
+  for (const auto& e : entries) {
+    if (e.name != "lock" && e.name != "data" && e.name != "tmp" && e.name != "index" &&
+        e.name != "FORMAT.tmp") {
+      return Status::Error(ENOTEMPTY, "cache directory " + root +
+                                          " is not empty and is not a clairfs cache (found '" +
+                                          e.name + "'): give an empty or new directory");
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckFormat(const std::string& root, Env* env) {
   std::string path = root + "/FORMAT";
   std::string expected = "clairfs-cache " + std::to_string(kCacheFormatVersion) + "\n";
@@ -35,16 +52,7 @@ Status CheckFormat(const std::string& root, Env* env) {
                                      "': use another --cache directory or remove this one");
   }
   if (fd.status().code() != ENOENT) return fd.status();
-  // A new cache, or one that is not ours: refuse to adopt a non-empty directory we did not make.
-  std::vector<DirEntry> entries;
-  CLAIRFS_RETURN_IF_ERROR(env->ListDir(root, &entries));
-  for (const auto& e : entries) {
-    if (e.name != "lock" && e.name != "data" && e.name != "tmp" && e.name != "index") {
-      return Status::Error(ENOTEMPTY, "cache directory " + root +
-                                          " is not empty and is not a clairfs cache (found '" +
-                                          e.name + "'): give an empty or new directory");
-    }
-  }
+  CLAIRFS_RETURN_IF_ERROR(RefuseForeign(root, env));  // again, now under the lock
   auto out = env->Open(path + ".tmp", O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (!out.ok()) return out.status();
   Status st = env->PwriteAll(*out, expected.data(), expected.size(), 0);
@@ -65,6 +73,8 @@ Result<std::unique_ptr<CacheDir>> CacheDir::Acquire(const std::string& root, Env
   if (access(root.c_str(), W_OK | X_OK) != 0) {
     return Status::FromErrno(errno, "cache directory " + root + " is not writable");
   }
+  // Before touching anything: a mistyped --cache must not chmod or litter a user's directory.
+  CLAIRFS_RETURN_IF_ERROR(RefuseForeign(root, env));
   // Private to the daemon's user, whatever the umask or a previous owner left.
   if ((st.st_mode & 0077) != 0 && chmod(root.c_str(), 0700) != 0) {
     return Status::FromErrno(errno, "chmod 0700 " + root);

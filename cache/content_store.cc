@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "planner/log.h"
@@ -64,6 +65,15 @@ Result<CacheEntryRecord> DecodeCacheEntry(std::string_view b) {
   p += 4;
   if (b.size() != kFixed + len || len == 0) return Status::Error(EUCLEAN, "corrupt cache entry");
   r.data_name.assign(p, len);
+  // "<xx>/<name>" with xx a fan-out directory and name a plain file name: a damaged record must
+  // never make recovery keep, or eviction unlink, a file outside CACHE/data.
+  const std::string& n = r.data_name;
+  if (n.size() < 4 || !isxdigit(static_cast<unsigned char>(n[0])) ||
+      !isxdigit(static_cast<unsigned char>(n[1])) || n[2] != '/' ||
+      n.find('/', 3) != std::string::npos || n.substr(3) == "." || n.substr(3) == ".." ||
+      n.find('\0') != std::string::npos) {
+    return Status::Error(EUCLEAN, "corrupt cache entry (data name '" + n + "')");
+  }
   return r;
 }
 

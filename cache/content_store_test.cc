@@ -89,8 +89,10 @@ Status Publish(ContentStore* store, Env* env, const std::string& path, const std
 
 size_t CountFiles(const std::string& dir) {
   size_t n = 0;
-  for (const auto& e : fsys::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) ++n;
+  std::error_code ec;
+  for (auto it = fsys::recursive_directory_iterator(dir, ec); !ec && it != fsys::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) ++n;
   }
   return n;
 }
@@ -296,9 +298,16 @@ TEST(ContentStoreTest, KillNineAtRandomInstantsLeavesAConsistentCache) {
   std::string root = tmp / "cache";
   uint64_t last = 0;
   for (int round = 0; round < 5; ++round) {
+    size_t before = PathExists(root + "/data") ? CountFiles(root + "/data") : 0;
     pid_t pid = SpawnChild(root, "loop");
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + 97 * round));
+    // Wait until the child is publishing (slow starts under sanitizers), then kill it at an
+    // instant that varies from round to round.
+    for (int i = 0; i < 3000; ++i) {
+      if (PathExists(root + "/data") && CountFiles(root + "/data") > before) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(13 + 37 * round));
     kill(pid, SIGKILL);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -376,6 +385,29 @@ TEST(ContentStoreTest, CorruptIndexRecordIsDropped) {
   auto left = s->index->Get(IndexDb::kEntries, "bogus");
   ASSERT_TRUE(left.ok());
   EXPECT_FALSE(left->has_value());
+}
+
+TEST(ContentStoreTest, EntryNamingAFileOutsideDataIsDroppedNotServed) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  {
+    auto s = Open(root, Env::Default());
+    ASSERT_TRUE(s.ok());
+    // A damaged record whose data name leaves data/ and matches the size of CACHE/FORMAT.
+    CacheEntryRecord evil{"../FORMAT", FileIdentity{16, 1, 1, 1}, 4096, 1, false};
+    ASSERT_TRUE(s->index->Put(IndexDb::kEntries, "evil", EncodeCacheEntry(evil), true).ok());
+    CacheEntryRecord up{"00/../../FORMAT", FileIdentity{16, 1, 1, 1}, 4096, 1, false};
+    ASSERT_TRUE(s->index->Put(IndexDb::kEntries, "up", EncodeCacheEntry(up), true).ok());
+  }
+  auto s = Open(root, Env::Default());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->store->recovery().entries, 0u);
+  EXPECT_EQ(s->store->recovery().entries_dropped, 2u);
+  EXPECT_FALSE(s->store->Find("evil").has_value());
+  EXPECT_FALSE(s->store->Find("up").has_value());
+  (void)s->store->Evict("evil", true);
+  (void)s->store->Evict("up", true);
+  EXPECT_TRUE(PathExists(root + "/FORMAT"));
 }
 
 // --- Capacity and eviction. ---
@@ -461,6 +493,78 @@ TEST(ContentStoreTest, CapacityNeverExceededAndLruOrderHolds) {
   EXPECT_GT(checks, 100u);
   EXPECT_GE(store->stats().evictions, 20u);
   store = nullptr;
+}
+
+// Publishers, readers and evictions at once: the capacity holds at every step and whatever a
+// reader manages to open has exactly the published bytes.
+TEST(ContentStoreTest, ConcurrentPublishFindEvictKeepsInvariants) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  const uint64_t capacity = 12 * 8192;
+  std::atomic<ContentStore*> store{nullptr};
+  std::atomic<bool> over{false};
+  CheckingEnv env([&] {
+    ContentStore* s = store.load();
+    if (s == nullptr) return;
+    auto st = s->stats();
+    if (st.used_bytes + st.reserved_bytes > capacity) over = true;
+  });
+  auto s = Open(root, &env, ContentStoreOptions{capacity, 0});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  store = s->store.get();
+  auto content = [](const std::string& p) {
+    return RandomBytes(1000 + std::hash<std::string>()(p) % 7000, std::hash<std::string>()(p));
+  };
+  std::atomic<bool> done{false};
+  std::atomic<int> bad{0}, served{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 60; ++i) {
+        std::string p = "t" + std::to_string(t) + "/" + std::to_string(i % 25);
+        Status st = Publish(store.load(), &env, p, content(p));
+        if (!st.ok() && st.code() != EEXIST) bad.fetch_add(1);
+        if (i % 7 == 0) (void)store.load()->Evict(p);
+      }
+    });
+  }
+  std::thread reader([&] {
+    while (!done) {
+      for (int t = 0; t < 4; ++t) {
+        for (int i = 0; i < 25; ++i) {
+          std::string p = "t" + std::to_string(t) + "/" + std::to_string(i);
+          auto copy = store.load()->Find(p);
+          if (!copy) continue;
+          int fd = open(copy->data_path.c_str(), O_RDONLY);
+          if (fd < 0) continue;  // evicted since Find: a miss, not wrong bytes
+          std::string got(copy->identity.size + 1, '\0');
+          ssize_t n = pread(fd, got.data(), got.size(), 0);
+          close(fd);
+          got.resize(n < 0 ? 0 : static_cast<size_t>(n));
+          if (got != content(p)) bad.fetch_add(1);
+          served.fetch_add(1);
+        }
+      }
+    }
+  });
+  for (auto& th : threads) th.join();
+  done = true;
+  reader.join();
+  store = nullptr;
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_FALSE(over.load());
+  EXPECT_GT(served.load(), 0);
+  auto st = s->store->stats();
+  EXPECT_EQ(st.reserved_bytes, 0u);
+  EXPECT_EQ(st.files, s->store->Paths().size());
+  EXPECT_EQ(CountFiles(root + "/data"), st.files);
+  EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+  Close(&*s);
+  auto r = Open(root, Env::Default(), ContentStoreOptions{capacity, 0});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->store->recovery().entries, st.files);
+  EXPECT_EQ(r->store->recovery().entries_dropped, 0u);
+  EXPECT_EQ(r->store->recovery().orphans_removed, 0u);
 }
 
 TEST(ContentStoreTest, PinnedCopiesAreNotEvicted) {
@@ -699,11 +803,28 @@ TEST(CacheDirTest, FormatMismatchRefusedClearly) {
 TEST(CacheDirTest, ForeignNonEmptyDirectoryRefused) {
   TempDir tmp;
   WriteFile(tmp / "precious.txt", "user data");
+  ASSERT_EQ(chmod(tmp.path().c_str(), 0755), 0);
   auto dir = CacheDir::Acquire(tmp.path(), Env::Default());
   ASSERT_FALSE(dir.ok());
   EXPECT_EQ(dir.status().code(), ENOTEMPTY);
   EXPECT_NE(dir.status().message().find("precious.txt"), std::string::npos);
   EXPECT_EQ(ReadFile(tmp / "precious.txt"), "user data");
+  // Refused untouched: no lock file left in it and its mode unchanged.
+  EXPECT_FALSE(PathExists(tmp / "lock"));
+  struct stat st;
+  ASSERT_EQ(lstat(tmp.path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+}
+
+TEST(CacheDirTest, CrashDuringFirstAcquireDoesNotMakeTheDirectoryForeign) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  testing::MakeDirs(root + "/data");
+  WriteFile(root + "/lock", "123\n");
+  WriteFile(root + "/FORMAT.tmp", "clairfs-ca");  // died before the rename
+  auto dir = CacheDir::Acquire(root, Env::Default());
+  ASSERT_TRUE(dir.ok()) << dir.status().message();
+  EXPECT_EQ(ReadFile(root + "/FORMAT"), "clairfs-cache 1\n");
 }
 
 TEST(CacheDirTest, SecondAcquireIsEbusyNamingThePid) {

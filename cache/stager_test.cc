@@ -366,6 +366,25 @@ TEST_F(StagerTest, BandwidthLimitIsHonoured) {
   EXPECT_EQ(stager_->stats().files_staged, 4u);
 }
 
+// Stress for the WaitIdle race: every outcome must have been delivered when WaitIdle returns.
+TEST_F(StagerTest, WaitIdleReturnsOnlyAfterEveryCallback) {
+  for (int i = 0; i < 40; ++i) Add("s" + std::to_string(i), 100 + i, i);
+  StartStager(4);
+  for (int round = 0; round < 15; ++round) {
+    std::atomic<int> delivered{0};
+    for (int i = 0; i < 40; ++i) {
+      std::string p = "s" + std::to_string(i);
+      stager_->Enqueue(p, Identity(p), StagePriority::kNormal, [&](const StageOutcome&) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        delivered.fetch_add(1);
+      });
+    }
+    stager_->WaitIdle();
+    ASSERT_EQ(delivered.load(), 40) << "round " << round;
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(store_->Evict("s" + std::to_string(i)).ok());
+  }
+}
+
 TEST_F(StagerTest, ShutdownWithWorkPendingIsPromptAndLeavesNoTemps) {
   for (int i = 0; i < 20; ++i) Add("f" + std::to_string(i), 1 << 20, i);
   // 1 kB/s: one 256 KiB chunk takes minutes.
