@@ -295,6 +295,8 @@ TEST_F(PfsEmuTest, FailuresPrintOneLineAndLeaveNothingMounted) {
     std::string mountpoint;
   } cases[] = {
       {{tmp_ / "missing", mnt_}, 1, "backing directory", mnt_},
+      // Each --fail takes exactly one value, so options may come before the positionals.
+      {{"--fail", "x:EIO", tmp_ / "missing", mnt_}, 1, "backing directory", mnt_},
       {{backing_ + "/big.bin", mnt_}, 1, "is not a directory", mnt_},
       {{backing_, tmp_ / "full"}, 1, "not an empty directory", tmp_ / "full"},
       {{backing_, tmp_ / "nowhere"}, 1, "not an empty directory", tmp_ / "nowhere"},

@@ -88,7 +88,9 @@ void RegisterPfsEmu(CLI::App& app) {
   cmd->add_option("--fail", args->fail,
                   "GLOB:ERRNO makes opens of matching relative paths fail (e.g. "
                   "'class_0001/*:EIO'); read:GLOB:ERRNO makes their reads fail. Repeatable")
-      ->type_name("RULE");
+      ->type_name("RULE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--foreground", args->foreground, "Serve in this process until unmounted");
   cmd->callback([args]() {
     auto options = BuildOptions(*args);

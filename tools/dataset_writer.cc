@@ -154,7 +154,7 @@ Result<DatasetWriteStats> WriteSyntheticDataset(const std::string& dir,
                                                 const std::vector<SyntheticFile>& files,
                                                 const DatasetWriteOptions& options) {
   struct stat st;
-  if (lstat(dir.c_str(), &st) == 0) {
+  if (stat(dir.c_str(), &st) == 0) {  // a symlink to a directory is fine as the root
     if (!S_ISDIR(st.st_mode)) return Status::Error(ENOTDIR, dir + " exists and is not a directory");
   } else if (errno == ENOENT) {
     std::error_code ec;

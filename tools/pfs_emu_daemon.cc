@@ -141,6 +141,7 @@ int Serve(const PfsEmuOptions& options, int ready_fd) {
   fuse_args args = FUSE_ARGS_INIT(3, const_cast<char**>(argv));
   fuse_session* se =
       fuse_session_new(&args, &PfsEmuFs::Operations(), sizeof(fuse_lowlevel_ops), fs->get());
+  fuse_opt_free_args(&args);  // option parsing may have copied argv onto the heap
   if (se == nullptr) return report_error("cannot create the FUSE session");
   if (fuse_set_signal_handlers(se) != 0) {
     fuse_session_destroy(se);

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "planner/log.h"
@@ -35,7 +36,8 @@ void ReplyErrorAfter(fuse_req_t req, uint64_t delay_ns, int error) {
   Fs(req)->replies().Submit(DueIn(delay_ns), [req, error] { fuse_reply_err(req, error); });
 }
 
-// One open file: the backing fd, its path (for read failure rules) and its own bandwidth cap.
+// One open file: the backing fd, the errno of a matching read: failure rule, and its own
+// bandwidth cap.
 struct OpenFile {
   OpenFile(int fd_in, uint64_t stream_rate, int read_error_in)
       : fd(fd_in), read_error(read_error_in), stream(stream_rate) {}
@@ -59,19 +61,20 @@ struct OpenDir {
 Status ListDirectory(int root_fd, const std::string& relpath, OpenDir* dir) {
   int fd = openat(root_fd, AtPath(relpath), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return Status::FromErrno(errno, "opendir");
-  DIR* stream = fdopendir(fd);
-  if (stream == nullptr) {
+  DIR* raw = fdopendir(fd);
+  if (raw == nullptr) {
     int error = errno;
     close(fd);
     return Status::FromErrno(error, "fdopendir");
   }
-  errno = 0;
-  while (dirent* e = readdir(stream)) {
+  std::unique_ptr<DIR, int (*)(DIR*)> stream(raw, closedir);  // closed even if push_back throws
+  for (;;) {
+    errno = 0;  // readdir returns nullptr both at the end and on error; errno tells them apart
+    dirent* e = readdir(stream.get());
+    if (e == nullptr) break;
     dir->entries.push_back(DirEntryCopy{e->d_name, e->d_ino, e->d_type});
   }
-  int error = errno;
-  closedir(stream);
-  if (error != 0) return Status::FromErrno(error, "readdir");
+  if (errno != 0) return Status::FromErrno(errno, "readdir");
   return Status::Ok();
 }
 
