@@ -32,7 +32,30 @@ Status ReaderError(const Status& st) {
 
 FileSystem::FileSystem(const FileSystemConfig& config, Manifest* manifest, ContentStore* store,
                        Stager* stager, Env* env)
-    : config_(config), manifest_(manifest), store_(store), stager_(stager), env_(env) {}
+    : config_(config),
+      manifest_(manifest),
+      store_(store),
+      stager_(stager),
+      env_(env),
+      start_monotonic_ns_(env->NowMonotonicNanos()),
+      start_realtime_ns_(env->NowRealtimeNanos()) {}
+
+double FileSystem::Elapsed() const {
+  return static_cast<double>(env_->NowMonotonicNanos() - start_monotonic_ns_) / 1e9;
+}
+
+Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino, uint64_t size,
+                                        std::string path, double open_start, OpenResult result) {
+  result.file = std::make_unique<OpenFile>();
+  OpenFile& f = *result.file;
+  f.fd = fd;
+  f.from_cache = from_cache;
+  f.ino = ino;
+  f.size = size;
+  f.path = std::move(path);
+  f.stats.OnOpen(open_start, Elapsed());
+  return result;
+}
 
 Result<ManifestNode> FileSystem::NodeOf(uint64_t ino) {
   auto node = manifest_->Get(ino);
@@ -108,6 +131,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
   if (node->attr.is_dir()) return Status::Error(EISDIR, "is a directory");
   if (!node->attr.is_reg()) return Status::Error(EPERM, "special files cannot be opened");
   counters_.opens.Add(1);
+  const double open_start = Elapsed();
 
   OpenResult result;
   if (config_.revalidate == Revalidate::kOpen) {
@@ -126,9 +150,8 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
       if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
       if (fd.ok()) {
         counters_.hits.Add(1);
-        result.file = std::make_unique<OpenFile>(
-            OpenFile{*fd, true, ino, identity.size, std::move(node->path)});
-        return result;
+        return OpenFrom(*fd, true, ino, identity.size, std::move(node->path), open_start,
+                        std::move(result));
       }
       // Evicted between Find and open: serve from the backing store below.
     } else {
@@ -145,26 +168,35 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
   if (config_.read_through && stager_ != nullptr) {
     stager_->Enqueue(node->path, identity, StagePriority::kNormal);
   }
-  result.file =
-      std::make_unique<OpenFile>(OpenFile{*fd, false, ino, identity.size, std::move(node->path)});
-  return result;
+  return OpenFrom(*fd, false, ino, identity.size, std::move(node->path), open_start,
+                  std::move(result));
 }
 
-Result<size_t> FileSystem::Read(const OpenFile& file, char* buf, size_t size, off_t offset) {
+Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t offset) {
+  const double start = Elapsed();
   auto n = env_->Pread(file.fd, buf, size, offset);
-  counters_.reads.Add(1);
   if (!n.ok()) {
     if (!file.from_cache) counters_.backing_errors.Add(1);
     Log(LogLevel::kWarn, "read %s (%s) failed: %s", file.path.c_str(),
         file.from_cache ? "cache" : "backing store", n.status().message().c_str());
     return Status::Error(EIO, n.status().message());
   }
-  (file.from_cache ? counters_.bytes_from_cache : counters_.bytes_from_backing).Add(*n);
+  NoteRead(file, static_cast<uint64_t>(offset), *n, start);
   return *n;
 }
 
+void FileSystem::NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, double start) {
+  counters_.reads.Add(1);
+  (file.from_cache ? counters_.bytes_from_cache : counters_.bytes_from_backing).Add(bytes);
+  file.stats.OnRead(offset, bytes, start, Elapsed());
+}
+
 void FileSystem::Release(std::unique_ptr<OpenFile> file) {
-  if (file && file->fd >= 0) (void)env_->Close(file->fd);
+  if (!file) return;
+  const double start = Elapsed();
+  if (file->fd >= 0) (void)env_->Close(file->fd);
+  file_stats_.Merge(file->path, file->from_cache ? ReadSource::kCache : ReadSource::kBacking,
+                    file->stats.OnClose(start, Elapsed()));
 }
 
 void FileSystem::StatFs(struct statvfs* out) {

@@ -26,6 +26,7 @@
 #include "cache/manifest.h"
 #include "cache/stager.h"
 #include "fs/counters.h"
+#include "fs/file_stats.h"
 #include "fs/mount_options.h"
 #include "planner/status.h"
 
@@ -44,6 +45,7 @@ struct OpenFile {
   uint64_t ino = 0;
   uint64_t size = 0;
   std::string path;
+  OpenFileStats stats;  // this open's counters, merged into the mount's table at release
 };
 
 struct OpenResult {
@@ -70,6 +72,11 @@ class FileSystem {
 
   void set_notifier(KernelNotifier* notifier) { notifier_ = notifier; }
   MountCounters& counters() { return counters_; }
+  const FileStatsTable& file_stats() const { return file_stats_; }
+  // Seconds since the filesystem was created (the time base of the per-file counters).
+  double Elapsed() const;
+  // Wall-clock time (ns since the epoch) when the filesystem was created.
+  uint64_t start_realtime_ns() const { return start_realtime_ns_; }
   const FileSystemConfig& config() const { return config_; }
 
   // ENOENT if the name does not exist.
@@ -80,7 +87,10 @@ class FileSystem {
   // `flags` are the open(2) flags; any write access answers EROFS.
   Result<OpenResult> Open(uint64_t ino, int flags);
   // Reads up to `size` bytes at `offset` into `buf`; returns the count (0 at end of file).
-  Result<size_t> Read(const OpenFile& file, char* buf, size_t size, off_t offset);
+  Result<size_t> Read(OpenFile& file, char* buf, size_t size, off_t offset);
+  // Counts a read served without Read() (the adapter's splice path): `bytes` at `offset`,
+  // started at `start` (Elapsed()).
+  void NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, double start);
   void Release(std::unique_ptr<OpenFile> file);
   void StatFs(struct statvfs* out);
   // Virtual attributes: "user.clairfs.state" (staged|unstaged|directory|other) on every node and
@@ -101,7 +111,13 @@ class FileSystem {
   Stager* stager_;
   Env* env_;
   KernelNotifier* notifier_ = nullptr;
+  Result<OpenResult> OpenFrom(int fd, bool from_cache, uint64_t ino, uint64_t size,
+                              std::string path, double open_start, OpenResult result);
+
   MountCounters counters_;
+  FileStatsTable file_stats_;
+  uint64_t start_monotonic_ns_;
+  uint64_t start_realtime_ns_;
   std::string control_socket_;
 };
 

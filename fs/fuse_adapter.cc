@@ -173,9 +173,7 @@ void OnRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file
     // Let libfuse splice from the fd into /dev/fuse (no copy through user space).
     FileSystem* fs = adapter->fs();
     uint64_t avail = off < static_cast<off_t>(file->size) ? file->size - off : 0;
-    uint64_t n = std::min<uint64_t>(size, avail);
-    fs->counters().reads.Add(1);
-    (file->from_cache ? fs->counters().bytes_from_cache : fs->counters().bytes_from_backing).Add(n);
+    fs->NoteRead(*file, static_cast<uint64_t>(off), std::min<uint64_t>(size, avail), fs->Elapsed());
     struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
     buf.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
     buf.buf[0].fd = file->fd;

@@ -1,6 +1,8 @@
 // Status report: gathers counters from every layer into one JSON object (see status_report.h).
 #include "fs/status_report.h"
 
+#include "fs/stats_report.h"
+
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -73,6 +75,7 @@ void RegisterStatusHandlers(ControlServer* server, StatusSources sources) {
         *reply = BuildStatus(sources);
         return Status::Ok();
       });
+  RegisterStatsHandler(server, sources.fs);
 }
 
 }  // namespace clairfs

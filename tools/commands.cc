@@ -4,10 +4,20 @@
 namespace clairfs::cli {
 
 void RegisterAllCommands(CLI::App& app) {
+  // clang-format off
   static const RegisterFn kCommands[] = {
-      RegisterMount,  RegisterUmount, RegisterStatus,  RegisterFsck, RegisterBench,
-      RegisterPfsEmu, RegisterDemo,   RegisterDarshan, RegisterPlan,
+      RegisterMount,
+      RegisterUmount,
+      RegisterStatus,
+      RegisterStats,
+      RegisterFsck,
+      RegisterPlan,
+      RegisterDarshan,
+      RegisterBench,
+      RegisterPfsEmu,
+      RegisterDemo,
   };
+  // clang-format on
   for (RegisterFn fn : kCommands) fn(app);
 }
 

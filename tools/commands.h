@@ -13,6 +13,7 @@ void RegisterMount(CLI::App& app);
 void RegisterUmount(CLI::App& app);
 void RegisterFsck(CLI::App& app);
 void RegisterStatus(CLI::App& app);
+void RegisterStats(CLI::App& app);
 void RegisterBench(CLI::App& app);
 void RegisterPfsEmu(CLI::App& app);
 void RegisterDemo(CLI::App& app);

@@ -1,0 +1,77 @@
+// The "stats" report (see stats_report.h).
+#include "fs/stats_report.h"
+
+#include <algorithm>
+
+namespace clairfs {
+
+nlohmann::json CountersToJson(const FileIoCounters& c) {
+  return nlohmann::json{{"opens", c.opens},
+                        {"reads", c.reads},
+                        {"bytes_read", c.bytes_read},
+                        {"max_byte_read", c.max_byte_read},
+                        {"consec_reads", c.consec_reads},
+                        {"seq_reads", c.seq_reads},
+                        {"size_read", c.size_read},
+                        {"read_time", c.read_time},
+                        {"max_read_time", c.max_read_time},
+                        {"open_start", c.open_start},
+                        {"open_end", c.open_end},
+                        {"read_start", c.read_start},
+                        {"read_end", c.read_end},
+                        {"close_start", c.close_start},
+                        {"close_end", c.close_end}};
+}
+
+nlohmann::json BuildStats(const FileSystem& fs, size_t top) {
+  std::vector<FileStatsRow> rows = fs.file_stats().Snapshot();
+  auto bytes = [](const FileStatsRow& r) {
+    return r.by_source[0].bytes_read + r.by_source[1].bytes_read;
+  };
+  std::sort(rows.begin(), rows.end(), [&](const FileStatsRow& a, const FileStatsRow& b) {
+    return bytes(a) != bytes(b) ? bytes(a) > bytes(b) : a.path < b.path;
+  });
+  std::array<FileIoCounters, kReadSources> totals;
+  for (const auto& r : rows) {
+    for (int s = 0; s < kReadSources; ++s) totals[s].Merge(r.by_source[s]);
+  }
+  nlohmann::json files = nlohmann::json::array();
+  for (size_t i = 0; i < rows.size() && (top == 0 || i < top); ++i) {
+    nlohmann::json row = {{"path", rows[i].path}};
+    for (int s = 0; s < kReadSources; ++s) {
+      row[ReadSourceName(static_cast<ReadSource>(s))] = CountersToJson(rows[i].by_source[s]);
+    }
+    files.push_back(std::move(row));
+  }
+  nlohmann::json total;
+  for (int s = 0; s < kReadSources; ++s) {
+    total[ReadSourceName(static_cast<ReadSource>(s))] = CountersToJson(totals[s]);
+  }
+  return nlohmann::json{
+      {"files", std::move(files)},
+      {"totals", std::move(total)},
+      {"files_with_counters", rows.size()},
+      {"start_time_ns", fs.start_realtime_ns()},
+      {"elapsed_seconds", fs.Elapsed()},
+      {"note",
+       "counters count requests that reached the clairfs daemon, merged when a file is closed; "
+       "reads served by the kernel page cache are not seen"}};
+}
+
+void RegisterStatsHandler(ControlServer* server, const FileSystem* fs) {
+  server->AddHandler(
+      "stats", ControlAccess::kAnyone, {"top"},
+      [fs](const nlohmann::json& request, const PeerCredentials&, nlohmann::json* reply) {
+        size_t top = 0;
+        if (auto it = request.find("top"); it != request.end()) {
+          if (!it->is_number_unsigned()) {
+            return Status::Invalid("\"top\" must be a non-negative integer");
+          }
+          top = it->get<size_t>();
+        }
+        *reply = BuildStats(*fs, top);
+        return Status::Ok();
+      });
+}
+
+}  // namespace clairfs

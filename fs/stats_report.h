@@ -1,0 +1,25 @@
+// The control socket's "stats" report: per-file and total I/O counters of a mount, split by
+// source (the local cache or the backing store), as `clairfs stats` prints them and as the
+// Darshan log it writes records them.
+//
+// Request fields: "top" (files to return, hottest by bytes read first; 0 = all). Reply: "files"
+// [{path, cache: {...}, backing: {...}}], "totals" {cache: {...}, backing: {...}},
+// "files_with_counters", "start_time_ns" (wall clock at mount), "elapsed_seconds", "note".
+// Counter objects hold Darshan-style names in lower case: opens, reads, bytes_read,
+// max_byte_read, consec_reads, seq_reads, size_read (10 buckets), read_time, max_read_time,
+// open_start, open_end, read_start, read_end, close_start, close_end (seconds since mount).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "fs/control_server.h"
+#include "fs/file_stats.h"
+#include "fs/filesystem.h"
+
+namespace clairfs {
+
+nlohmann::json CountersToJson(const FileIoCounters& c);
+nlohmann::json BuildStats(const FileSystem& fs, size_t top);
+void RegisterStatsHandler(ControlServer* server, const FileSystem* fs);
+
+}  // namespace clairfs
