@@ -127,7 +127,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
       if (fd.ok()) {
         counters_.hits.Add(1);
         result.file = std::make_unique<OpenFile>(
-            OpenFile{*fd, true, ino, identity.size, std::move(node->path)});
+            OpenFile{*fd, true, ino, identity.size, std::move(node->path), identity});
         return result;
       }
       // Evicted between Find and open: serve from the backing store below.
@@ -145,8 +145,8 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
   if (config_.read_through && stager_ != nullptr) {
     stager_->Enqueue(node->path, identity, StagePriority::kNormal);
   }
-  result.file =
-      std::make_unique<OpenFile>(OpenFile{*fd, false, ino, identity.size, std::move(node->path)});
+  result.file = std::make_unique<OpenFile>(
+      OpenFile{*fd, false, ino, identity.size, std::move(node->path), identity});
   return result;
 }
 

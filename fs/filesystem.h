@@ -44,6 +44,7 @@ struct OpenFile {
   uint64_t ino = 0;
   uint64_t size = 0;
   std::string path;
+  FileIdentity identity;  // the backing file version these bytes are
 };
 
 struct OpenResult {
