@@ -208,7 +208,9 @@ void KernelPassthrough::ProbeAfterInit() {
   if (id < 0) {
     std::string reason;
     if (err == EPERM) {
-      reason = "the kernel refused BACKING_OPEN (EPERM): passthrough was not accepted at INIT";
+      reason =
+          "the kernel refused BACKING_OPEN (EPERM): no CAP_SYS_ADMIN in the initial user "
+          "namespace, or passthrough not accepted at INIT";
     } else if (err == ELOOP) {
       reason = "the cache directory is on a stacked filesystem (BACKING_OPEN: ELOOP)";
     } else {
