@@ -4,6 +4,8 @@
 // daemon, so "bytes from cache" means bytes the daemon read from a staged copy. A hit is an open
 // of a file whose copy was already published in the local cache. Relaxed atomics, each on its own
 // cache line, so readers on different cores do not contend on one line or any lock.
+// In kernel passthrough the daemon sees opens and releases but no reads: such an open adds the
+// whole file size to bytes_from_cache (an estimate: a dataset sample is usually read whole).
 #pragma once
 
 #include <atomic>
@@ -27,6 +29,8 @@ struct MountCounters {
   PaddedCounter backing_errors;  // backing-store errors returned to readers (as EIO etc.)
   PaddedCounter stale_detected;  // files found changed at open (--revalidate open)
   PaddedCounter lookups;
+  PaddedCounter read_requests;      // READ requests received by the adapter
+  PaddedCounter passthrough_opens;  // opens the kernel reads directly from a staged copy
 };
 
 }  // namespace clairfs

@@ -143,6 +143,7 @@ struct Daemon {
   std::unique_ptr<ContentStore> store;
   std::unique_ptr<Stager> stager;
   std::unique_ptr<FileSystem> fs;
+  PassthroughState passthrough;  // written by the adapter, read by status
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<FuseAdapter> adapter;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -204,10 +205,10 @@ Status StartDaemon(Daemon* d) {
 
   d->control = std::make_unique<ControlServer>(ControlSocketPathFor(d->paths.mountpoint, getuid()),
                                                getuid());
-  RegisterStatusHandlers(
-      d->control.get(),
-      StatusSources{&d->options, d->paths.backing, d->paths.mountpoint, d->paths.cache,
-                    d->manifest.get(), d->store.get(), d->stager.get(), d->fs.get(), d->started});
+  RegisterStatusHandlers(d->control.get(),
+                         StatusSources{&d->options, d->paths.backing, d->paths.mountpoint,
+                                       d->paths.cache, d->manifest.get(), d->store.get(),
+                                       d->stager.get(), d->fs.get(), d->started, &d->passthrough});
   Status control = d->control->Start();
   if (!control.ok()) {
     Log(LogLevel::kWarn,
@@ -225,6 +226,11 @@ Status StartDaemon(Daemon* d) {
   adapter_options.attr_timeout = d->options.attr_timeout;
   adapter_options.read_mode =
       d->options.read_mode == "splice" ? ReadMode::kSplice : ReadMode::kPread;
+  adapter_options.passthrough = d->options.passthrough == "on"    ? PassthroughMode::kOn
+                                : d->options.passthrough == "off" ? PassthroughMode::kOff
+                                                                  : PassthroughMode::kAuto;
+  adapter_options.passthrough_probe_dir = d->paths.cache;
+  adapter_options.passthrough_state = &d->passthrough;
   auto adapter = FuseAdapter::Create(d->fs.get(), adapter_options);
   if (!adapter.ok()) return adapter.status();
   d->adapter = std::move(*adapter);

@@ -44,14 +44,16 @@ double FileSystem::Elapsed() const {
   return static_cast<double>(env_->NowMonotonicNanos() - start_monotonic_ns_) / 1e9;
 }
 
-Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino, uint64_t size,
-                                        std::string path, double open_start, OpenResult result) {
+Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
+                                        const FileIdentity& identity, std::string path,
+                                        double open_start, OpenResult result) {
   result.file = std::make_unique<OpenFile>();
   OpenFile& f = *result.file;
   f.fd = fd;
   f.from_cache = from_cache;
   f.ino = ino;
-  f.size = size;
+  f.size = identity.size;
+  f.identity = identity;
   f.path = std::move(path);
   f.stats.OnOpen(open_start, Elapsed());
   return result;
@@ -150,7 +152,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
       if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
       if (fd.ok()) {
         counters_.hits.Add(1);
-        return OpenFrom(*fd, true, ino, identity.size, std::move(node->path), open_start,
+        return OpenFrom(*fd, true, ino, identity, std::move(node->path), open_start,
                         std::move(result));
       }
       // Evicted between Find and open: serve from the backing store below.
@@ -168,8 +170,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
   if (config_.read_through && stager_ != nullptr) {
     stager_->Enqueue(node->path, identity, StagePriority::kNormal);
   }
-  return OpenFrom(*fd, false, ino, identity.size, std::move(node->path), open_start,
-                  std::move(result));
+  return OpenFrom(*fd, false, ino, identity, std::move(node->path), open_start, std::move(result));
 }
 
 Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t offset) {
@@ -183,6 +184,11 @@ Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t of
   }
   NoteRead(file, static_cast<uint64_t>(offset), *n, start);
   return *n;
+}
+
+void FileSystem::NotePassthroughOpen(OpenFile& file) {
+  counters_.passthrough_opens.Add(1);
+  NoteRead(file, 0, file.size, Elapsed());
 }
 
 void FileSystem::NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, double start) {

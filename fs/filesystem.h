@@ -45,7 +45,8 @@ struct OpenFile {
   uint64_t ino = 0;
   uint64_t size = 0;
   std::string path;
-  OpenFileStats stats;  // this open's counters, merged into the mount's table at release
+  FileIdentity identity;  // the backing file version these bytes are
+  OpenFileStats stats;    // this open's counters, merged into the mount's table at release
 };
 
 struct OpenResult {
@@ -91,6 +92,9 @@ class FileSystem {
   // Counts a read served without Read() (the adapter's splice path): `bytes` at `offset`,
   // started at `start` (Elapsed()).
   void NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, double start);
+  // Counts an open served by kernel passthrough: the daemon will see no READ, so the whole file
+  // is counted as one (estimated) read from the cache, in the totals and the per-file stats.
+  void NotePassthroughOpen(OpenFile& file);
   void Release(std::unique_ptr<OpenFile> file);
   void StatFs(struct statvfs* out);
   // Virtual attributes: "user.clairfs.state" (staged|unstaged|directory|other) on every node and
@@ -111,7 +115,7 @@ class FileSystem {
   Stager* stager_;
   Env* env_;
   KernelNotifier* notifier_ = nullptr;
-  Result<OpenResult> OpenFrom(int fd, bool from_cache, uint64_t ino, uint64_t size,
+  Result<OpenResult> OpenFrom(int fd, bool from_cache, uint64_t ino, const FileIdentity& identity,
                               std::string path, double open_start, OpenResult result);
 
   MountCounters counters_;

@@ -4,6 +4,7 @@
 #include <fuse_lowlevel.h>
 #include <sys/xattr.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -36,7 +37,9 @@ void FillEntry(fuse_req_t req, const NodeAttr& attr, struct fuse_entry_param* e)
 
 void OnInit(void* userdata, struct fuse_conn_info* conn) {
   auto* adapter = static_cast<FuseAdapter*>(userdata);
-  if (adapter->options().read_mode == ReadMode::kSplice && (conn->capable & FUSE_CAP_SPLICE_READ)) {
+  // With the passthrough hooks installed, requests must be read through them, not spliced.
+  if (adapter->options().read_mode == ReadMode::kSplice && adapter->passthrough() == nullptr &&
+      (conn->capable & FUSE_CAP_SPLICE_READ)) {
     conn->want |= FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE;
   } else {
     conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
@@ -154,21 +157,44 @@ void OnReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
 }
 
 void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
-  auto opened = FsOf(req)->Open(ino, fi->flags);
+  FuseAdapter* adapter = AdapterOf(req);
+  FileSystem* fs = adapter->fs();
+  auto opened = fs->Open(ino, fi->flags);
   if (!opened.ok()) return ReplyError(req, opened.status(), "open");
   OpenFile* file = opened->file.release();
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->keep_cache = opened->keep_cache ? 1 : 0;
   fi->noflush = 1;  // nothing to flush on a read-only file: save the FLUSH round trip on close
-  if (fuse_reply_open(req, fi) != 0) {
+  KernelPassthrough* passthrough = adapter->passthrough();
+  if (passthrough != nullptr) {
+    OpenDecision d = passthrough->BeginOpen(ino, file->fd, file->from_cache, file->identity);
+    if (d.error != 0) {
+      fs->Release(std::unique_ptr<OpenFile>(file));
+      fuse_reply_err(req, d.error);
+      return;
+    }
+    if (d.passthrough) {
+      // The kernel reads the copy itself: count the whole file now (the usual read of a sample).
+      fi->keep_cache = 0;
+      fi->direct_io = 0;
+      fs->NotePassthroughOpen(*file);
+      passthrough->ArmOpenReply(d.backing_id);
+    }
+  }
+  // After the reply, RELEASE may already run on another thread: touch no per-open state.
+  int rc = fuse_reply_open(req, fi);
+  if (passthrough != nullptr) passthrough->DisarmOpenReply();
+  if (rc != 0) {
     // The kernel gave up on this open (interrupted): it will send no RELEASE.
-    FsOf(req)->Release(std::unique_ptr<OpenFile>(file));
+    fs->Release(std::unique_ptr<OpenFile>(file));
+    if (passthrough != nullptr) passthrough->EndOpen(ino);
   }
 }
 
 void OnRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file_info* fi) {
   auto* file = reinterpret_cast<OpenFile*>(fi->fh);
   FuseAdapter* adapter = AdapterOf(req);
+  adapter->fs()->counters().read_requests.Add(1);
   if (adapter->options().read_mode == ReadMode::kSplice) {
     // Let libfuse splice from the fd into /dev/fuse (no copy through user space).
     FileSystem* fs = adapter->fs();
@@ -189,8 +215,9 @@ void OnRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file
   fuse_reply_buf(req, buffer.data(), *n);
 }
 
-void OnRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+void OnRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   FsOf(req)->Release(std::unique_ptr<OpenFile>(reinterpret_cast<OpenFile*>(fi->fh)));
+  if (KernelPassthrough* passthrough = AdapterOf(req)->passthrough()) passthrough->EndOpen(ino);
   fuse_reply_err(req, 0);
 }
 
@@ -250,6 +277,14 @@ void OnFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, struct fuse_file
 void OnCopyFileRange(fuse_req_t req, fuse_ino_t, off_t, struct fuse_file_info*, fuse_ino_t, off_t,
                      struct fuse_file_info*, size_t, int) {
   Erofs(req);
+}
+
+// Custom io trampolines: installed only together with the adapter's KernelPassthrough.
+ssize_t IoWritev(int fd, struct iovec* iov, int count, void* userdata) {
+  return static_cast<FuseAdapter*>(userdata)->passthrough()->HookWritev(fd, iov, count);
+}
+ssize_t IoRead(int fd, void* buf, size_t len, void* userdata) {
+  return static_cast<FuseAdapter*>(userdata)->passthrough()->HookRead(fd, buf, len);
 }
 
 struct fuse_lowlevel_ops MakeOps() {
@@ -322,6 +357,49 @@ Status FuseAdapter::Mount(const std::string& mountpoint) {
                                   " (see the fuse message above; is /dev/fuse available?)");
   }
   mounted_ = true;
+  if (options_.passthrough == PassthroughMode::kOff) {
+    if (options_.passthrough_state != nullptr) {
+      options_.passthrough_state->Set(false, "disabled (--passthrough off)");
+    }
+    return Status::Ok();
+  }
+  return SetUpPassthrough();
+}
+
+Status FuseAdapter::SetUpPassthrough() {
+  PassthroughState* state =
+      options_.passthrough_state != nullptr ? options_.passthrough_state : &own_passthrough_state_;
+  const bool required = options_.passthrough == PassthroughMode::kOn;
+  if (!HaveCapSysAdmin()) {
+    state->Set(false, "the daemon lacks CAP_SYS_ADMIN, which the kernel requires");
+    if (required) return Status::Error(EPERM, "--passthrough on: " + state->reason());
+    Log(LogLevel::kInfo, "passthrough: off (%s)", state->reason().c_str());
+    return Status::Ok();
+  }
+  const int fuse_fd = fuse_session_fd(session_);
+  passthrough_ = std::make_unique<KernelPassthrough>(options_.passthrough_probe_dir, state);
+  passthrough_->set_fuse_fd(fuse_fd);
+  static const struct fuse_custom_io io = {IoWritev, IoRead, nullptr, nullptr};
+  if (fuse_session_custom_io(session_, &io, fuse_fd) != 0) {
+    passthrough_.reset();
+    state->Set(false, "libfuse refused the custom io hooks");
+    if (required) return Status::Error(EIO, "--passthrough on: " + state->reason());
+    return Status::Ok();
+  }
+  // Serve INIT (the kernel's first request) here: the hooks negotiate passthrough and probe it,
+  // so the mount can fail (on) or report the reason (auto) before it reports ready.
+  struct fuse_buf buf;
+  std::memset(&buf, 0, sizeof(buf));
+  int rc = fuse_session_receive_buf(session_, &buf);
+  if (rc <= 0) {
+    free(buf.mem);
+    return Status::FromErrno(rc < 0 ? -rc : EIO, "reading the kernel's INIT request");
+  }
+  fuse_session_process_buf(session_, &buf);
+  free(buf.mem);
+  if (required && !passthrough_->active()) {
+    return Status::Error(EPERM, "--passthrough on: " + state->reason());
+  }
   return Status::Ok();
 }
 

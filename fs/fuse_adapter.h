@@ -15,6 +15,7 @@
 #include <string>
 
 #include "fs/filesystem.h"
+#include "fs/passthrough.h"
 #include "planner/status.h"
 
 struct fuse_session;
@@ -30,6 +31,9 @@ struct FuseAdapterOptions {
   int max_threads = 16;
   int max_idle_threads = 8;
   ReadMode read_mode = ReadMode::kPread;
+  PassthroughMode passthrough = PassthroughMode::kOff;
+  std::string passthrough_probe_dir;              // on the staged copies' filesystem
+  PassthroughState* passthrough_state = nullptr;  // reported by status; may be null
 };
 
 class FuseAdapter final : public KernelNotifier {
@@ -53,14 +57,20 @@ class FuseAdapter final : public KernelNotifier {
   // Used by the C callbacks.
   FileSystem* fs() const { return fs_; }
   const FuseAdapterOptions& options() const { return options_; }
+  // Null unless the passthrough hooks are installed.
+  KernelPassthrough* passthrough() const { return passthrough_.get(); }
 
  private:
   FuseAdapter(FileSystem* fs, const FuseAdapterOptions& options) : fs_(fs), options_(options) {}
+  // After mounting: installs the hooks and serves INIT (see the header comment).
+  Status SetUpPassthrough();
   FileSystem* fs_;
   FuseAdapterOptions options_;
   struct fuse_session* session_ = nullptr;
   bool mounted_ = false;
   bool signals_installed_ = false;
+  PassthroughState own_passthrough_state_;  // used when options_.passthrough_state is null
+  std::unique_ptr<KernelPassthrough> passthrough_;
 };
 
 }  // namespace clairfs

@@ -94,6 +94,11 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
       return Status::Invalid("option read_mode=" + value + ": expected pread or splice");
     }
     o->read_mode = value;
+  } else if (k == "passthrough") {
+    if (value != "auto" && value != "on" && value != "off") {
+      return Status::Invalid("option passthrough=" + value + ": expected auto, on or off");
+    }
+    o->passthrough = value;
   } else if (k == "log_file") {
     if (!has_value || value.empty()) return need_value();
     o->log_file = value;

@@ -36,6 +36,7 @@ struct MountOptions {
   bool dev = false;
   int scan_threads = 8;
   std::string read_mode = "pread";        // how staged bytes reach /dev/fuse: pread or splice
+  std::string passthrough = "auto";       // kernel FUSE passthrough: auto, on or off
   std::string log_file;                   // daemon log after startup (default: stderr)
   std::vector<std::string> fuse_options;  // passed to the kernel as -o
 };

@@ -15,6 +15,7 @@
 #include "fs/control_server.h"
 #include "fs/filesystem.h"
 #include "fs/mount_options.h"
+#include "fs/passthrough.h"
 
 namespace clairfs {
 
@@ -28,6 +29,7 @@ struct StatusSources {
   Stager* stager;
   FileSystem* fs;
   std::chrono::steady_clock::time_point started;
+  const PassthroughState* passthrough = nullptr;  // null: reported as off
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

@@ -83,6 +83,11 @@ void RegisterMount(CLI::App& app) {
                                         "How staged bytes are sent to the kernel: pread "
                                         "(default) or splice")
       ->type_name("pread|splice");
+  cmd->add_option_function<std::string>(
+         "--passthrough", item("passthrough"),
+         "Kernel FUSE passthrough for staged files: auto (default: use it when the daemon has "
+         "CAP_SYS_ADMIN and the kernel accepts it), on (fail the mount without it) or off")
+      ->type_name("auto|on|off");
   cmd->add_option("-o", args->o_lists,
                   "Comma-separated options: the flags above as key=value (cache=, capacity=, "
                   "min_free=, ...) and FUSE options such as allow_other; mount(8)/systemd "

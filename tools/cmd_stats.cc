@@ -97,7 +97,9 @@ Status WriteDarshan(const std::string& out, const nlohmann::json& status,
       {"lib_ver", "clairfs-" + status.value("version", std::string("?"))},
       {"clairfs_note",
        "recorded by the clairfs FUSE daemon: counts requests that reached the daemon "
-       "(reads served by the kernel page cache are not seen) split at the FUSE max read size"},
+       "(reads served by the kernel page cache are not seen) split at the FUSE max read size; "
+       "read counts are estimated for files opened in kernel passthrough mode (the whole file "
+       "counted as one read at open)"},
       {"clairfs_backing", status.value("backing", std::string())},
       {"clairfs_bytes_from_cache",
        std::to_string(totals.at("cache").value("bytes_read", uint64_t{0}))},

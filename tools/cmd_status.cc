@@ -58,6 +58,15 @@ void PrintHuman(const nlohmann::json& j) {
       FormatBytes(s.value("bytes_staged", uint64_t{0})).c_str(),
       static_cast<unsigned long long>(s.value("failures", uint64_t{0})),
       static_cast<unsigned long long>(s.value("skipped", uint64_t{0})));
+  if (j.contains("passthrough")) {
+    const auto& p = j["passthrough"];
+    if (p.value("state", "off") == "on") {
+      printf("passthrough on: %llu opens read by the kernel (read counts estimated for them)\n",
+             static_cast<unsigned long long>(u("passthrough_opens")));
+    } else {
+      printf("passthrough off (%s)\n", p.value("reason", "").c_str());
+    }
+  }
   printf("evictions   %llu (%s)\n", static_cast<unsigned long long>(u("evictions")),
          FormatBytes(u("evicted_bytes")).c_str());
   printf(

@@ -1,0 +1,310 @@
+// Kernel FUSE passthrough through libfuse 3.14's custom io hooks (see passthrough.h).
+#include "fs/passthrough.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/fuse.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "planner/log.h"
+
+// Debian 12's linux-libc-dev carries FUSE protocol 7.38; passthrough arrived in 7.40 (Linux 6.9).
+// These are the kernel ABI values from include/uapi/linux/fuse.h of Linux >= 6.9.
+#ifndef FUSE_INIT_EXT
+#define FUSE_INIT_EXT (1u << 30)
+#endif
+#ifndef FUSE_DEV_IOC_MAGIC
+#define FUSE_DEV_IOC_MAGIC 229
+#endif
+
+namespace clairfs {
+namespace {
+
+constexpr uint32_t kInitExt = FUSE_INIT_EXT;
+constexpr uint32_t kWritebackCache = 1u << 16;    // FUSE_WRITEBACK_CACHE
+constexpr uint32_t kPassthroughFlags2 = 1u << 5;  // FUSE_PASSTHROUGH (1ULL << 37) in flags2
+constexpr uint32_t kOpenDirectIo = 1u << 0;       // FOPEN_DIRECT_IO
+constexpr uint32_t kOpenKeepCache = 1u << 1;      // FOPEN_KEEP_CACHE
+constexpr uint32_t kOpenPassthrough = 1u << 7;    // FOPEN_PASSTHROUGH
+constexpr uint32_t kOpcodeOpen = 14;              // FUSE_OPEN
+constexpr uint32_t kOpcodeInit = 26;              // FUSE_INIT
+
+// struct fuse_backing_map (7.40).
+struct BackingMap {
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+static_assert(sizeof(BackingMap) == 16);
+const unsigned long kBackingOpen = _IOW(FUSE_DEV_IOC_MAGIC, 1, BackingMap);
+const unsigned long kBackingClose = _IOW(FUSE_DEV_IOC_MAGIC, 2, uint32_t);
+
+// Byte offsets in struct fuse_init_in / fuse_init_out (7.36+ layout).
+constexpr size_t kInitInFlags = 12, kInitInFlags2 = 16;
+constexpr size_t kInitOutFlags = 12, kInitOutFlags2 = 32, kInitOutMaxStackDepth = 36;
+constexpr size_t kInitOutMinSize = 40;
+// struct fuse_open_out: fh (8), open_flags (4), backing_id (4, formerly padding).
+constexpr size_t kOpenOutFlags = 8, kOpenOutBackingId = 12, kOpenOutSize = 16;
+
+uint32_t Load32(const void* base, size_t off) {
+  uint32_t v;
+  std::memcpy(&v, static_cast<const char*>(base) + off, sizeof(v));
+  return v;
+}
+void Store32(void* base, size_t off, uint32_t v) {
+  std::memcpy(static_cast<char*>(base) + off, &v, sizeof(v));
+}
+
+// The request this worker thread is serving (libfuse reads and processes on one thread).
+thread_local uint64_t tl_request_unique = 0;
+thread_local uint64_t tl_request_nodeid = 0;
+thread_local uint32_t tl_request_opcode = 0;
+// The passthrough patch for this thread's next OPEN reply.
+thread_local bool tl_open_armed = false;
+thread_local int tl_open_backing_id = -1;
+
+int BackingOpen(int fuse_fd, int fd) {
+  BackingMap map{fd, 0, 0};
+  return ioctl(fuse_fd, kBackingOpen, &map);
+}
+
+void BackingClose(int fuse_fd, int id) {
+  uint32_t backing_id = static_cast<uint32_t>(id);
+  if (ioctl(fuse_fd, kBackingClose, &backing_id) != 0) {
+    Log(LogLevel::kWarn, "passthrough: closing backing id %d failed: %s", id, strerror(errno));
+  }
+}
+
+}  // namespace
+
+Result<PassthroughMode> ParsePassthroughMode(const std::string& text) {
+  if (text == "auto") return PassthroughMode::kAuto;
+  if (text == "on") return PassthroughMode::kOn;
+  if (text == "off") return PassthroughMode::kOff;
+  return Status::Invalid("passthrough=" + text + ": expected auto, on or off");
+}
+
+void PassthroughState::Set(bool on, std::string reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_ = on;
+  reason_ = std::move(reason);
+}
+bool PassthroughState::on() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return on_;
+}
+std::string PassthroughState::reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reason_;
+}
+
+bool HaveCapSysAdmin() {
+  struct __user_cap_header_struct header;
+  struct __user_cap_data_struct data[2];
+  std::memset(&header, 0, sizeof(header));
+  std::memset(data, 0, sizeof(data));
+  header.version = _LINUX_CAPABILITY_VERSION_3;
+  header.pid = 0;
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32))) != 0;
+}
+
+KernelPassthrough::KernelPassthrough(std::string probe_dir, PassthroughState* state)
+    : probe_dir_(std::move(probe_dir)), state_(state) {}
+
+ssize_t KernelPassthrough::HookRead(int fd, void* buf, size_t len) {
+  ssize_t n = ::read(fd, buf, len);
+  if (n >= static_cast<ssize_t>(sizeof(struct fuse_in_header))) {
+    const auto* in = static_cast<const struct fuse_in_header*>(buf);
+    tl_request_unique = in->unique;
+    tl_request_nodeid = in->nodeid;
+    tl_request_opcode = in->opcode;
+    if (in->opcode == kOpcodeInit &&
+        n >= static_cast<ssize_t>(sizeof(struct fuse_in_header) + kInitInFlags2 + 4)) {
+      const char* arg = static_cast<const char*>(buf) + sizeof(struct fuse_in_header);
+      bool ext = (Load32(arg, kInitInFlags) & kInitExt) != 0;
+      bool offers = ext && (Load32(arg, kInitInFlags2) & kPassthroughFlags2) != 0;
+      kernel_offers_.store(offers);
+      init_unique_.store(in->unique);
+      init_seen_.store(true);
+    }
+  }
+  return n;
+}
+
+void KernelPassthrough::PatchInitReply(struct iovec* iov, int count) {
+  if (count < 2 || iov[1].iov_len < kInitOutMinSize) return;
+  void* out = iov[1].iov_base;
+  uint32_t flags = Load32(out, kInitOutFlags);
+  flags |= kInitExt;
+  flags &= ~kWritebackCache;  // the kernel refuses passthrough with writeback cache
+  Store32(out, kInitOutFlags, flags);
+  Store32(out, kInitOutFlags2, Load32(out, kInitOutFlags2) | kPassthroughFlags2);
+  Store32(out, kInitOutMaxStackDepth, 1);  // staged copies live on a non-stacked filesystem
+  init_patched_.store(true);
+}
+
+ssize_t KernelPassthrough::HookWritev(int fd, struct iovec* iov, int count) {
+  bool was_init = false;
+  if (count >= 1 && iov[0].iov_len >= sizeof(struct fuse_out_header)) {
+    auto* out = static_cast<struct fuse_out_header*>(iov[0].iov_base);
+    if (out->error == 0) {
+      if (init_seen_.load() && !init_patched_.load() && out->unique == init_unique_.load()) {
+        was_init = true;
+        if (kernel_offers_.load()) PatchInitReply(iov, count);
+      } else if (tl_open_armed && out->unique == tl_request_unique && count >= 2 &&
+                 iov[1].iov_len >= kOpenOutSize) {
+        void* open_out = iov[1].iov_base;
+        uint32_t flags = Load32(open_out, kOpenOutFlags);
+        flags &= ~(kOpenKeepCache | kOpenDirectIo);
+        flags |= kOpenPassthrough;
+        Store32(open_out, kOpenOutFlags, flags);
+        Store32(open_out, kOpenOutBackingId, static_cast<uint32_t>(tl_open_backing_id));
+        tl_open_armed = false;
+      }
+    }
+  }
+  ssize_t n = ::writev(fd, iov, count);
+  int saved = errno;
+  // The kernel applies the INIT reply while this write runs, so the probe below sees its result.
+  if (was_init) {
+    if (n < 0) {
+      state_->Set(false, std::string("INIT reply failed: ") + strerror(saved));
+    } else if (!kernel_offers_.load()) {
+      state_->Set(false,
+                  "the kernel does not offer FUSE_PASSTHROUGH (needs Linux >= 6.9 with "
+                  "CONFIG_FUSE_PASSTHROUGH)");
+      Log(LogLevel::kInfo, "passthrough: off (%s)", state_->reason().c_str());
+    } else {
+      ProbeAfterInit();
+    }
+  }
+  errno = saved;
+  return n;
+}
+
+void KernelPassthrough::ProbeAfterInit() {
+  int fd = open(probe_dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  std::string named;
+  if (fd < 0) {
+    named = probe_dir_ + "/.passthrough-probe-XXXXXX";
+    fd = mkostemp(named.data(), O_CLOEXEC);
+    if (fd >= 0) unlink(named.c_str());
+  }
+  if (fd < 0) {
+    state_->Set(false, "cannot create a probe file in " + probe_dir_ + ": " + strerror(errno));
+    Log(LogLevel::kWarn, "passthrough: off (%s)", state_->reason().c_str());
+    return;
+  }
+  int id = BackingOpen(fuse_fd_, fd);
+  int err = errno;
+  close(fd);
+  if (id < 0) {
+    std::string reason;
+    if (err == EPERM) {
+      reason =
+          "the kernel refused BACKING_OPEN (EPERM): no CAP_SYS_ADMIN in the initial user "
+          "namespace, or passthrough not accepted at INIT";
+    } else if (err == ELOOP) {
+      reason = "the cache directory is on a stacked filesystem (BACKING_OPEN: ELOOP)";
+    } else {
+      reason = std::string("BACKING_OPEN failed: ") + strerror(err);
+    }
+    state_->Set(false, reason);
+    Log(LogLevel::kWarn, "passthrough: off (%s)", reason.c_str());
+    return;
+  }
+  BackingClose(fuse_fd_, id);
+  active_.store(true, std::memory_order_release);
+  state_->Set(true, "staged files are read by the kernel from their copies");
+  Log(LogLevel::kInfo, "passthrough: on (staged files are read directly by the kernel)");
+}
+
+void KernelPassthrough::Disable(const std::string& reason) {
+  active_.store(false, std::memory_order_release);
+  std::call_once(disabled_once_, [&] {
+    state_->Set(false, reason);
+    Log(LogLevel::kWarn, "passthrough: off (%s)", reason.c_str());
+  });
+}
+
+bool KernelPassthrough::CurrentRequestIsOpenOf(uint64_t ino) const {
+  return tl_request_opcode == kOpcodeOpen && tl_request_nodeid == ino;
+}
+
+void KernelPassthrough::ArmOpenReply(int backing_id) {
+  tl_open_armed = true;
+  tl_open_backing_id = backing_id;
+}
+
+void KernelPassthrough::DisarmOpenReply() { tl_open_armed = false; }
+
+OpenDecision KernelPassthrough::BeginOpen(uint64_t ino, int fd, bool from_cache,
+                                          const FileIdentity& identity) {
+  OpenDecision d;
+  Shard& shard = ShardOf(ino);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  InodeEntry& e = shard.inodes[ino];
+  if (e.opens == 0) {
+    // First open of the inode: the mode is free to choose.
+    e.passthrough = false;
+    e.backing_id = -1;
+    if (from_cache && active() && CurrentRequestIsOpenOf(ino)) {
+      int id = BackingOpen(fuse_fd_, fd);
+      if (id >= 0) {
+        e.passthrough = true;
+        e.backing_id = id;
+        e.identity = identity;
+      } else if (errno == EPERM) {
+        Disable("the kernel refused BACKING_OPEN (EPERM)");
+      } else {
+        Log(LogLevel::kDebug, "passthrough: BACKING_OPEN of inode %llu failed: %s",
+            static_cast<unsigned long long>(ino), strerror(errno));
+      }
+    }
+    e.opens = 1;
+  } else {
+    ++e.opens;
+  }
+  if (e.passthrough) {
+    if (e.identity == identity && CurrentRequestIsOpenOf(ino)) {
+      // Same file version: the copy the kernel already holds has these bytes, even if it was
+      // evicted or re-staged since.
+      d.passthrough = true;
+      d.backing_id = e.backing_id;
+    } else {
+      // Changed since the passthrough opens began: their copy is stale, and the kernel takes no
+      // other backing file or non-passthrough open for the inode until they are released.
+      d.error = EBUSY;
+      --e.opens;  // e.opens stays > 0: the earlier opens still hold it
+      Log(LogLevel::kInfo,
+          "passthrough: inode %llu changed while open; new opens fail (EBUSY) until the "
+          "earlier ones are closed",
+          static_cast<unsigned long long>(ino));
+    }
+  }
+  return d;
+}
+
+void KernelPassthrough::EndOpen(uint64_t ino) {
+  int close_id = -1;
+  {
+    Shard& shard = ShardOf(ino);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.inodes.find(ino);
+    if (it == shard.inodes.end()) return;
+    if (--it->second.opens > 0) return;
+    close_id = it->second.backing_id;
+    shard.inodes.erase(it);
+  }
+  // No open needs the id: the kernel's files hold their own references to the backing file.
+  if (close_id >= 0) BackingClose(fuse_fd_, close_id);
+}
+
+}  // namespace clairfs

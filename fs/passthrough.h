@@ -1,0 +1,127 @@
+// KernelPassthrough: Linux FUSE passthrough (kernel >= 6.9) for staged files, reached from
+// libfuse 3.14 (which does not negotiate it) through fuse_session_custom_io read/writev hooks.
+//
+// Protocol (kernel ABI, include/uapi/linux/fuse.h, protocol 7.40): the read hook notes the
+// `unique` of INIT and OPEN requests; the writev hook patches their replies. INIT gets
+// FUSE_INIT_EXT, FUSE_PASSTHROUGH (flags2 bit 5), max_stack_depth = 1 and no writeback cache;
+// after the INIT reply a probe file in the cache directory is registered and unregistered
+// (FUSE_DEV_IOC_BACKING_OPEN/CLOSE) to learn whether the kernel accepted. The OPEN reply of a
+// passthrough open gets FOPEN_PASSTHROUGH, loses KEEP_CACHE and DIRECT_IO, and carries the
+// backing id in fuse_open_out's former padding.
+//
+// Per-inode rule (the kernel fails an open with EIO otherwise, and refuses a non-passthrough open
+// while an inode has a backing file): all live opens of one inode agree on the mode and use one
+// backing id. BeginOpen decides at the first open of an inode (no live opens): passthrough if the
+// open is served from a staged copy, else normal. Later opens follow that mode; in passthrough
+// they reuse the inode's backing id (the copy the kernel holds, kept alive by it after an
+// eviction) when they are the same backing file version. An open of a version that changed
+// while passthrough opens of the old one are live cannot be served fresh through the kernel and
+// must never be served stale: it fails with EBUSY until those opens are released. The id is
+// closed when the last open is released, so a later open of a re-staged copy gets a fresh id: an
+// id never names a different copy.
+//
+// Threading: every method may be called from any FUSE worker. The per-open reply patch is
+// carried in thread-local state set by ArmOpenReply on the thread that then calls
+// fuse_reply_open (libfuse's writev hook runs on the replying thread). Inode entries live in
+// sharded maps whose locks are held only for map updates (the BACKING_OPEN ioctl, a table insert
+// in the kernel, runs under a shard lock; no file I/O does). Errors: a refused BACKING_OPEN
+// (EPERM) turns passthrough off for the rest of the mount, logged once; any other failure makes
+// that one open a normal one.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "cache/node_attr.h"
+#include "planner/status.h"
+
+namespace clairfs {
+
+enum class PassthroughMode { kAuto, kOn, kOff };
+
+// Parses "auto", "on" or "off".
+Result<PassthroughMode> ParsePassthroughMode(const std::string& text);
+
+// What `clairfs status` reports: whether passthrough is in use and, if not, why. Thread-safe.
+class PassthroughState {
+ public:
+  void Set(bool on, std::string reason);
+  bool on() const;
+  std::string reason() const;
+
+ private:
+  mutable std::mutex mu_;
+  bool on_ = false;
+  std::string reason_ = "not negotiated yet";
+};
+
+// Whether this process has CAP_SYS_ADMIN in its effective set (the kernel requires it for
+// FUSE_DEV_IOC_BACKING_OPEN).
+bool HaveCapSysAdmin();
+
+struct OpenDecision {
+  bool passthrough = false;
+  int backing_id = -1;
+  int error = 0;  // nonzero: answer the open with this errno (the open is already ended)
+};
+
+class KernelPassthrough {
+ public:
+  // `probe_dir`: a directory on the cache's filesystem for the post-INIT probe file.
+  KernelPassthrough(std::string probe_dir, PassthroughState* state);
+
+  // The mounted session's /dev/fuse fd (set before the hooks are installed on it).
+  void set_fuse_fd(int fd) { fuse_fd_ = fd; }
+  // True once INIT negotiated passthrough and the probe registered a backing file.
+  bool active() const { return active_.load(std::memory_order_acquire); }
+
+  // The hooks (called from FuseAdapter's C trampolines).
+  ssize_t HookRead(int fd, void* buf, size_t len);
+  ssize_t HookWritev(int fd, struct iovec* iov, int count);
+
+  // Called by OnOpen once the core has opened the file, before replying. `fd` is the open data
+  // file, `from_cache` whether it is a staged copy, `identity` the backing file's version.
+  // Every BeginOpen must be matched by one EndOpen (at RELEASE, or at once if the reply fails).
+  OpenDecision BeginOpen(uint64_t ino, int fd, bool from_cache, const FileIdentity& identity);
+  void EndOpen(uint64_t ino);
+  // Arms the OPEN reply patch for the request this thread is serving; false if this thread's
+  // current request is not the OPEN of `ino` (then the open must not be passthrough).
+  bool CurrentRequestIsOpenOf(uint64_t ino) const;
+  void ArmOpenReply(int backing_id);
+  void DisarmOpenReply();
+
+ private:
+  struct InodeEntry {
+    int opens = 0;
+    bool passthrough = false;
+    int backing_id = -1;
+    FileIdentity identity;
+  };
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<uint64_t, InodeEntry> inodes;
+  };
+  Shard& ShardOf(uint64_t ino) { return shards_[ino % shards_.size()]; }
+  void PatchInitReply(struct iovec* iov, int count);
+  void ProbeAfterInit();
+  void Disable(const std::string& reason);
+
+  std::string probe_dir_;
+  PassthroughState* state_;
+  int fuse_fd_ = -1;
+  std::atomic<uint64_t> init_unique_{0};
+  std::atomic<bool> init_seen_{false};
+  std::atomic<bool> kernel_offers_{false};
+  std::atomic<bool> init_patched_{false};
+  std::atomic<bool> active_{false};
+  std::once_flag disabled_once_;
+  std::array<Shard, 64> shards_;
+};
+
+}  // namespace clairfs

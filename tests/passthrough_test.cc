@@ -1,0 +1,331 @@
+// Integration tests of kernel FUSE passthrough (fs/passthrough.h) on real mounts: byte-exact
+// reads (read and mmap) of staged files with no READ reaching the daemon, the per-inode mode
+// rules (staged while open, evicted and re-staged while open, changed while open), kill -9 and
+// remount, concurrent opens, and the fallback when the daemon lacks CAP_SYS_ADMIN. Every mount
+// is unmounted by ClairfsMount's guard.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/mount_helpers.h"
+#include "tests/test_util.h"
+
+namespace clairfs::testing {
+namespace {
+
+std::map<std::string, std::string> MakeFiles(const std::string& root, int count, size_t max_size,
+                                             uint64_t seed) {
+  std::map<std::string, std::string> files;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < count; ++i) {
+    std::string rel = "d" + std::to_string(i % 3) + "/f" + std::to_string(i) + ".bin";
+    files[rel] = RandomBytes(1 + rng() % max_size, seed * 1000 + static_cast<uint64_t>(i));
+    WriteFile(root + "/" + rel, files[rel]);
+  }
+  return files;
+}
+
+// Reads a whole file through an mmap of it ("" for an empty or unreadable file).
+std::string ReadByMmap(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return "<open failed>";
+  struct stat st;
+  std::string out;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      out.assign(static_cast<const char*>(p), static_cast<size_t>(st.st_size));
+      munmap(p, static_cast<size_t>(st.st_size));
+    } else {
+      out = "<mmap failed>";
+    }
+  }
+  close(fd);
+  return out;
+}
+
+std::string ReadFd(int fd, size_t size) {
+  std::string out(size, '\0');
+  ssize_t n = pread(fd, out.data(), size, 0);
+  out.resize(n < 0 ? 0 : static_cast<size_t>(n));
+  return out;
+}
+
+std::string StateOf(const std::string& path) {
+  char buf[64];
+  ssize_t n = getxattr(path.c_str(), "user.clairfs.state", buf, sizeof(buf));
+  return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+}
+
+uint64_t Counter(ClairfsMount& m, const char* key) { return m.Status().value(key, uint64_t{0}); }
+
+class PassthroughTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backing_ = dir_ / "backing";
+    mnt_ = dir_ / "mnt";
+    cache_ = dir_ / "cache";
+    MakeDirs(backing_);
+    MakeDirs(mnt_);
+  }
+  // Reads every file once (staging them by read-through) and waits for staging to finish.
+  void StageAll(ClairfsMount& m, const std::map<std::string, std::string>& files) {
+    for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+    ASSERT_TRUE(m.WaitStagingIdle());
+    for (const auto& [rel, content] : files) ASSERT_EQ(StateOf(mnt_ + "/" + rel), "staged") << rel;
+  }
+  TempDir dir_;
+  std::string backing_, mnt_, cache_;
+};
+
+TEST_F(PassthroughTest, StagedFilesReadByteExactWithNoReadRequests) {
+  auto files = MakeFiles(backing_, 24, 400000, 1);
+  files["big.bin"] = RandomBytes(6 << 20, 77);
+  WriteFile(backing_ + "/big.bin", files["big.bin"]);
+  ClairfsMount m(backing_, mnt_, cache_);
+  auto r = m.Mount({"--passthrough", "on"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto status = m.Status();
+  ASSERT_EQ(status["passthrough"].value("state", ""), "on") << status.dump();
+  StageAll(m, files);
+  const uint64_t reads_before = Counter(m, "read_requests");
+  EXPECT_GT(reads_before, 0u);  // the first reads came from the backing store through the daemon
+  const uint64_t pt_before = Counter(m, "passthrough_opens");
+  for (const auto& [rel, content] : files) {
+    EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+    EXPECT_EQ(ReadByMmap(mnt_ + "/" + rel), content) << rel;
+  }
+  status = m.Status();
+  EXPECT_EQ(status.value("read_requests", uint64_t{0}), reads_before);
+  EXPECT_EQ(status.value("passthrough_opens", uint64_t{0}), pt_before + 2 * files.size());
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(PassthroughTest, FileStagedWhileHeldOpenSwitchesAfterTheLastRelease) {
+  const std::string content = RandomBytes(900000, 5);
+  WriteFile(backing_ + "/a.bin", content);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--passthrough", "on"}).exit_code, 0);
+  int held = open((mnt_ + "/a.bin").c_str(), O_RDONLY);  // a miss: normal mode, staging queued
+  ASSERT_GE(held, 0);
+  ASSERT_TRUE(m.WaitStagingIdle());
+  ASSERT_EQ(StateOf(mnt_ + "/a.bin"), "staged");
+  // Staged now, but the inode is open in normal mode: more opens stay normal (no EIO).
+  const uint64_t pt0 = Counter(m, "passthrough_opens");
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), content);
+  EXPECT_EQ(ReadFd(held, content.size()), content);
+  EXPECT_EQ(Counter(m, "passthrough_opens"), pt0);
+  close(held);
+  // Every open released: the next one is passthrough and sends no READ.
+  const uint64_t reads = Counter(m, "read_requests");
+  EXPECT_EQ(ReadByMmap(mnt_ + "/a.bin"), content);
+  EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), content);
+  EXPECT_EQ(Counter(m, "passthrough_opens"), pt0 + 2);
+  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(PassthroughTest, EvictedAndRestagedWhileOpenKeepsServingTheSameBytes) {
+  auto files = MakeFiles(backing_, 40, 200000, 2);  // about 4 MB, twice the capacity
+  const std::string target_content = RandomBytes(300000, 9);
+  WriteFile(backing_ + "/target.bin", target_content);
+  const std::string target = mnt_ + "/target.bin";
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--passthrough", "on", "--capacity", "2M"}).exit_code, 0);
+  EXPECT_EQ(ReadFile(target), target_content);
+  ASSERT_TRUE(m.WaitStagingIdle());
+  ASSERT_EQ(StateOf(target), "staged");
+  const uint64_t pt0 = Counter(m, "passthrough_opens");
+  int held = open(target.c_str(), O_RDONLY);  // passthrough on the current copy
+  ASSERT_GE(held, 0);
+  EXPECT_EQ(Counter(m, "passthrough_opens"), pt0 + 1);
+  // Capacity pressure evicts the least recently used copy: the target's.
+  for (const auto& [rel, content] : files) {
+    ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+    ASSERT_TRUE(m.WaitStagingIdle());
+  }
+  ASSERT_EQ(StateOf(target), "unstaged");
+  EXPECT_GT(Counter(m, "evictions"), 0u);
+  // The held open still reads the evicted copy (the kernel keeps it alive).
+  EXPECT_EQ(ReadFd(held, target_content.size()), target_content);
+  // A second open while the first is held: same version, so it shares the inode's backing id
+  // (a miss for the daemon, which re-stages the file).
+  const uint64_t reads = Counter(m, "read_requests");
+  EXPECT_EQ(ReadByMmap(target), target_content);
+  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  ASSERT_TRUE(m.WaitStagingIdle());
+  EXPECT_EQ(StateOf(target), "staged");
+  close(held);
+  // All released: a fresh backing id on the re-staged copy.
+  EXPECT_EQ(ReadFile(target), target_content);
+  EXPECT_EQ(ReadByMmap(target), target_content);
+  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(PassthroughTest, ChangedBackingFileIsNeverServedFromTheOldCopy) {
+  WriteFile(backing_ + "/a.bin", std::string(200000, 'a'));
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--passthrough", "on", "--revalidate", "open"}).exit_code, 0);
+  EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(200000, 'a'));
+  ASSERT_TRUE(m.WaitStagingIdle());
+  const uint64_t pt0 = Counter(m, "passthrough_opens");
+  EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(200000, 'a'));  // passthrough on the copy
+  EXPECT_EQ(Counter(m, "passthrough_opens"), pt0 + 1);
+  // Changed with nothing open: the next open reads the new bytes.
+  WriteFile(backing_ + "/a.bin", std::string(200000, 'b'));
+  EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(200000, 'b'));
+  EXPECT_EQ(ReadByMmap(mnt_ + "/a.bin"), std::string(200000, 'b'));
+  ASSERT_TRUE(m.WaitStagingIdle());
+  EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(200000, 'b'));
+  // Changed while a passthrough open of the old version is held: new opens fail (EBUSY) rather
+  // than read the old copy, and succeed with the new bytes once it is closed.
+  int held = open((mnt_ + "/a.bin").c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  WriteFile(backing_ + "/a.bin", std::string(150000, 'c'));
+  int fd = open((mnt_ + "/a.bin").c_str(), O_RDONLY);
+  int err = errno;
+  EXPECT_LT(fd, 0);
+  EXPECT_EQ(err, EBUSY);
+  if (fd >= 0) close(fd);
+  close(held);
+  EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(150000, 'c'));
+  EXPECT_GE(Counter(m, "stale_detected"), 2u);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(PassthroughTest, KillNineWhileFilesAreOpenThenRemount) {
+  auto files = MakeFiles(backing_, 12, 500000, 3);
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount({"--passthrough", "on"}).exit_code, 0);
+    StageAll(m, files);
+    std::vector<int> held;
+    for (const auto& [rel, content] : files) {
+      int fd = open((mnt_ + "/" + rel).c_str(), O_RDONLY);
+      ASSERT_GE(fd, 0);
+      held.push_back(fd);
+    }
+    ASSERT_GT(m.pid(), 0);
+    ASSERT_EQ(kill(m.pid(), SIGKILL), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (int fd : held) close(fd);
+  }
+  ClairfsMount m(backing_, mnt_, cache_);
+  auto r = m.Mount({"--passthrough", "on"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const uint64_t reads = Counter(m, "read_requests");
+  for (const auto& [rel, content] : files) {
+    EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+    EXPECT_EQ(ReadByMmap(mnt_ + "/" + rel), content) << rel;
+  }
+  EXPECT_EQ(Counter(m, "read_requests"), reads);  // the copies survived: all passthrough
+  EXPECT_EQ(Counter(m, "passthrough_opens"), 2 * files.size());
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+TEST_F(PassthroughTest, ManyConcurrentOpensOfTheSameAndOfDifferentFiles) {
+  auto files = MakeFiles(backing_, 16, 300000, 4);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--passthrough", "on"}).exit_code, 0);
+  // Half staged (passthrough), half not (normal reads that stage them while others open them).
+  int i = 0;
+  for (const auto& [rel, content] : files) {
+    if (i++ % 2 == 0) {
+      ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content);
+    }
+  }
+  ASSERT_TRUE(m.WaitStagingIdle());
+  std::vector<std::string> names;
+  for (const auto& [rel, content] : files) names.push_back(rel);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<uint64_t>(t));
+      for (int k = 0; k < 150; ++k) {
+        // Threads 0-3 hammer one file; the others pick at random.
+        const std::string& rel = t < 4 ? names[0] : names[rng() % names.size()];
+        const std::string& want = files.at(rel);
+        int fd = open((mnt_ + "/" + rel).c_str(), O_RDONLY);
+        if (fd < 0) {
+          ++failures;
+          continue;
+        }
+        if (ReadFd(fd, want.size() + 1) != want) ++failures;
+        close(fd);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(Counter(m, "passthrough_opens"), 0u);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// A root daemon cannot lose CAP_SYS_ADMIN and still mount: mount(2) needs it, and a reduced
+// bounding set (setpriv/capsh --drop) also strips it from the setuid fusermount3 ("mount failed:
+// Operation not permitted"); an unprivileged user cannot open /dev/fuse here (mode 0600). So the
+// scenario runs in a new user and mount namespace (unshare -Urm): the daemon has every capability
+// in its namespace, enough to mount FUSE, but not CAP_SYS_ADMIN in the initial namespace, so the
+// kernel refuses passthrough (BACKING_OPEN: EPERM) and the daemon must fall back. The mount is
+// visible only inside that namespace, so the whole scenario runs there.
+TEST_F(PassthroughTest, WithoutPrivilegeReadsWorkAndStatusSaysWhy) {
+  auto files = MakeFiles(backing_, 10, 300000, 5);
+  ClairfsMount guard(backing_, mnt_, cache_);  // unmounts whatever is left
+  const std::string bin = ClairfsBin();
+  std::string script = "cd /\n";
+  script += "if " + bin + " mount " + backing_ + " " + mnt_ + " --cache " + cache_ +
+            " --passthrough on 2>" + (dir_ / "on.err") + "; then echo mounted >" +
+            (dir_ / "on.result") + "; " + bin + " umount " + mnt_ + "; else echo refused >" +
+            (dir_ / "on.result") + "; fi\n";
+  script += "set -e\n" + bin + " mount " + backing_ + " " + mnt_ + " --cache " + cache_ + "\n";
+  script += "trap '" + bin + " umount " + mnt_ + "' EXIT\n";
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [rel, content] : files) {
+      script += "cmp " + backing_ + "/" + rel + " " + mnt_ + "/" + rel + "\n";
+      script +=
+          "python3 -c 'import mmap,sys; f=open(sys.argv[1],\"rb\"); "
+          "m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ); "
+          "sys.exit(m[:]!=open(sys.argv[2],\"rb\").read())' " +
+          mnt_ + "/" + rel + " " + backing_ + "/" + rel + "\n";
+    }
+    if (round == 0) script += "sleep 2\n";  // let read-through staging finish
+  }
+  script += bin + " status " + mnt_ + " --json >" + (dir_ / "status.json") + "\n";
+  script += bin + " status " + mnt_ + " >" + (dir_ / "status.txt") + "\n";
+  script += "echo done >" + (dir_ / "done") + "\n";
+  WriteFile((dir_ / "script.sh"), script);
+  CommandResult r = testing::Run(
+      {"unshare", "--user", "--map-root-user", "--mount", "/bin/sh", (dir_ / "script.sh")}, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(ReadFile((dir_ / "done")), "done\n");
+  // `on` could not be had: the mount failed, naming the reason.
+  EXPECT_EQ(ReadFile((dir_ / "on.result")), "refused\n");
+  EXPECT_NE(ReadFile((dir_ / "on.err")).find("--passthrough on: the kernel refused"),
+            std::string::npos)
+      << ReadFile((dir_ / "on.err"));
+  auto status = nlohmann::json::parse(ReadFile((dir_ / "status.json")), nullptr, false);
+  ASSERT_TRUE(status.is_object());
+  EXPECT_EQ(status["passthrough"].value("state", ""), "off");
+  EXPECT_NE(status["passthrough"].value("reason", "").find("EPERM"), std::string::npos)
+      << status.dump();
+  EXPECT_EQ(status.value("passthrough_opens", uint64_t{1}), 0u);
+  EXPECT_GT(status.value("read_requests", uint64_t{0}), 0u);  // served through the daemon
+  EXPECT_GT(status.value("hits", uint64_t{0}), 0u);           // including from staged copies
+  EXPECT_NE(ReadFile((dir_ / "status.txt")).find("passthrough off (the kernel refused"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace clairfs::testing
