@@ -27,6 +27,7 @@
 #include "cache/stager.h"
 #include "fs/counters.h"
 #include "fs/mount_options.h"
+#include "fs/open_observer.h"
 #include "planner/status.h"
 
 namespace clairfs {
@@ -69,6 +70,8 @@ class FileSystem {
              Stager* stager, Env* env);
 
   void set_notifier(KernelNotifier* notifier) { notifier_ = notifier; }
+  // Told of every file open (the plan tracker); set before the mount serves requests.
+  void set_open_observer(OpenObserver* observer) { open_observer_ = observer; }
   MountCounters& counters() { return counters_; }
   const FileSystemConfig& config() const { return config_; }
 
@@ -101,6 +104,7 @@ class FileSystem {
   Stager* stager_;
   Env* env_;
   KernelNotifier* notifier_ = nullptr;
+  OpenObserver* open_observer_ = nullptr;
   MountCounters counters_;
   std::string control_socket_;
 };

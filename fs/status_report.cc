@@ -61,6 +61,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"failures", stager.failures},
       {"skipped", stager.skipped},
       {"bytes_per_second", uptime > 0 ? static_cast<double>(stager.bytes_staged) / uptime : 0.0}};
+  j["plan"] = s.plan ? s.plan() : nlohmann::json(nullptr);
   j["counters_note"] =
       "counts what reaches the daemon; reads served by the kernel page cache are not seen";
   return j;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,7 @@ struct StatusSources {
   Stager* stager;
   FileSystem* fs;
   std::chrono::steady_clock::time_point started;
+  std::function<nlohmann::json()> plan;  // the "plan" object (null without a plan); may be empty
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);
