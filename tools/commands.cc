@@ -6,7 +6,7 @@ namespace clairfs::cli {
 void RegisterAllCommands(CLI::App& app) {
   static const RegisterFn kCommands[] = {
       RegisterMount,  RegisterUmount, RegisterStatus,  RegisterFsck, RegisterBench,
-      RegisterPfsEmu, RegisterDemo,   RegisterDarshan, RegisterPlan,
+      RegisterPfsEmu, RegisterDemo,   RegisterDarshan, RegisterPlan, RegisterSimulate,
   };
   for (RegisterFn fn : kCommands) fn(app);
 }
