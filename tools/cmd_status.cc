@@ -68,20 +68,17 @@ void PrintHuman(const nlohmann::json& j) {
                std::to_string(r.value("epoch", uint64_t{0})) + ":" +
                std::to_string(r.value("cursor", uint64_t{0}));
     }
+    const std::string state =
+        p.value("dropped", false) ? "dropped (" + p.value("dropped_reason", "") + ")" : "active";
     printf(
         "plan        %s: %s, epoch %llu, staged %llu files ahead, %llu prefetched, %llu "
-        "mismatches
-            ranks(rank @epoch
-                  : cursor) %
-            s ",
-            p.value("spec", "")
-                .c_str(),
-        p.value("dropped", false) ? ("dropped (" + p.value("dropped_reason", "") + ")").c_str()
-                                  : "active",
+        "mismatches\n",
+        p.value("spec", "").c_str(), state.c_str(),
         static_cast<unsigned long long>(p.value("epoch", uint64_t{0})),
         static_cast<unsigned long long>(p.value("lead_files", uint64_t{0})),
         static_cast<unsigned long long>(p.value("prefetched_files", uint64_t{0})),
-        static_cast<unsigned long long>(p.value("mismatches", uint64_t{0})), ranks.c_str());
+        static_cast<unsigned long long>(p.value("mismatches", uint64_t{0})));
+    printf("plan ranks  (rank@epoch:cursor)%s\n", ranks.c_str());
   }
   printf(
       "note        counters count what reaches the daemon; reads served by the kernel page "
