@@ -12,6 +12,8 @@ namespace {
 
 constexpr auto kPassInterval = std::chrono::milliseconds(3);
 constexpr uint64_t kBlock = 4096;
+// Staging runs this fraction of the capacity ahead of the slowest rank (further into free space).
+constexpr uint64_t kPrefetchDepthDivisor = 8;
 
 }  // namespace
 
@@ -135,6 +137,10 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   }
   const uint64_t capacity = deps_.store->capacity();
   const uint64_t budget = capacity == 0 ? UINT64_MAX : capacity / 100 * 95;
+  const uint64_t depth = budget / kPrefetchDepthDivisor;
+  const ContentStoreStats store = deps_.store->stats();
+  const uint64_t occupied = store.used_bytes + store.reserved_bytes;
+  const uint64_t free = budget > occupied ? budget - occupied : 0;
   std::vector<PlannedFile> upcoming = tracker->Upcoming(deps_.max_lookahead);
   struct Admitted {
     uint32_t file;
@@ -142,7 +148,8 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   };
   std::vector<Admitted> admitted;
   std::unordered_set<uint32_t> seen;
-  uint64_t sum = 0;
+  uint64_t sum = 0;        // admitted bytes
+  uint64_t new_bytes = 0;  // admitted bytes not staged yet
   uint64_t horizon = 0;
   for (const PlannedFile& planned : upcoming) {
     if (!seen.insert(planned.file).second) continue;
@@ -150,6 +157,11 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     if (!id) continue;
     const uint64_t alloc = (id->size + kBlock - 1) / kBlock * kBlock;
     if (alloc > budget - sum) break;
+    // Beyond the prefetch depth, only into free space: evicting a retained file to stage one
+    // early would cost a second copy of the evicted file.
+    const bool cached = deps_.store->Contains(tracker->PathOf(planned.file));
+    if (sum + alloc > depth && !cached && new_bytes + alloc > free) break;
+    if (!cached) new_bytes += alloc;
     sum += alloc;
     horizon = planned.time;
     admitted.push_back(Admitted{planned.file, *id});

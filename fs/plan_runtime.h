@@ -4,10 +4,12 @@
 // The prefetcher wakes every few milliseconds, generates the next epoch when every rank has
 // entered the last loaded one, then walks the plan from the slowest cursor (at most
 // `max_lookahead` positions) and admits distinct files in plan order while their allocated sizes
-// fit in 95% of the cache capacity. It sets the policy's protection limit to the last admitted
-// file's time (so nothing inside the window is evicted for it) and enqueues the admitted files
-// that are not staged yet, the nearest quarter at high priority. Once a tracker drops its plan
-// the prefetcher stops and the policy is rekeyed to plain LRU order.
+// fit in 1/8 of 95% of the cache capacity, or further while they fit in free space (prefetching
+// the whole capacity ahead would evict every retained file and refetch it). It sets the policy's
+// protection limit to the last admitted file's time (so nothing inside the window is evicted for
+// it) and enqueues the admitted files that are not staged yet, the nearest quarter at high
+// priority. Once a tracker drops its plan the prefetcher stops and the policy is rekeyed to plain
+// LRU order.
 //
 // Thread-safety: all methods are thread-safe. OnOpen (FUSE threads) copies the tracker pointer
 // under a short mutex and calls PlanTracker::OnOpen. Set() builds the tracker (walks the

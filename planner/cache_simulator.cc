@@ -3,6 +3,7 @@
 // with the policy it judges.
 #include "planner/cache_simulator.h"
 
+#include <algorithm>
 #include <list>
 #include <set>
 #include <unordered_map>
@@ -12,6 +13,8 @@ namespace clairfs {
 namespace {
 
 constexpr uint64_t kNever = UINT64_MAX;
+// The plan policy prefetches 1/8 of the capacity ahead (the mount's prefetcher does the same).
+constexpr uint64_t kPrefetchDepthDivisor = 8;
 
 // The flattened trace and, for each access, the index of the same file's next access.
 struct Flat {
@@ -134,6 +137,11 @@ std::vector<SimEpochResult> RunBelady(const SimTrace& trace, const Flat& flat,
 std::vector<SimEpochResult> RunPlan(const SimTrace& trace, const Flat& flat,
                                     const std::vector<uint64_t>& sizes, uint64_t capacity) {
   Tally tally(trace);
+  // Prefetch depth in accesses: about kPrefetchDepthFraction of the capacity in average files.
+  uint64_t total_bytes = 0;
+  for (uint64_t s : sizes) total_bytes += s;
+  const uint64_t average = sizes.empty() ? 1 : std::max<uint64_t>(1, total_bytes / sizes.size());
+  const uint64_t depth = std::max<uint64_t>(1, capacity / kPrefetchDepthDivisor / average);
   // Value: the file (so never-again keys can be resolved without a search).
   std::set<std::pair<Key, uint32_t>> by_next;
   std::unordered_map<uint32_t, Key> key_of;
@@ -157,6 +165,10 @@ std::vector<SimEpochResult> RunPlan(const SimTrace& trace, const Flat& flat,
     if (ahead < i) ahead = i;
     while (ahead < flat.files.size()) {
       const uint32_t g = flat.files[ahead];
+      // Beyond the prefetch depth only free space is used: evicting a retained file to fetch one
+      // early costs a second fetch of the evicted file (prefetching the whole capacity ahead
+      // degenerates to fetching every file just in time and retaining nothing).
+      if (ahead >= i + depth && used + sizes[g] > capacity) break;
       if (key_of.count(g) != 0) {
         ++ahead;
         continue;

@@ -7,9 +7,10 @@
 //           the least recently used files until it fits.
 //   belady  demand-paging MIN (reference): on a miss the file is loaded and the cached files whose
 //           next use is farthest are evicted until it fits; no prefetch.
-//   plan    the mount's plan policy: before each access, files are prefetched in plan order as
-//           long as they fit by evicting only files whose next use is later than the prefetched
-//           file's (files never used again first, in LRU order); staging is assumed to keep up.
+//   plan    the mount's plan policy: before each access, files are prefetched in plan order up
+//           to 1/8 of the capacity ahead (further only into free space), evicting only files
+//           whose next use is later than the prefetched file's (files never used again first, in
+//           LRU order); staging is assumed to keep up.
 //           A file read while not cached is a miss served from the backing store, not cached.
 // Backing bytes count every byte read from the backing store: misses and prefetches. A file
 // larger than the capacity is never cached. The trace is the node's order: for each position,
