@@ -24,15 +24,15 @@ class PlanMountTest : public ::testing::Test {
     backing_ = dir_ / "backing";
     MakeDirs(dir_ / "mnt");
     CommandResult r =
-        Run({ClairfsBin(), "bench", "make-dataset", backing_, "--files", std::to_string(kFiles),
-             "--classes", "4", "--sizes", "fixed:16K", "--json"});
+        testing::Run({ClairfsBin(), "bench", "make-dataset", backing_, "--files",
+                      std::to_string(kFiles), "--classes", "4", "--sizes", "fixed:16K", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
   // The files rank 0 reads in `epoch` under `spec`, from `clairfs plan show`.
   std::vector<std::string> PlanOrder(const std::string& spec, int epoch) {
-    CommandResult r = Run({ClairfsBin(), "plan", "show", "--backing", backing_, "--plan", spec,
-                           "--epoch", std::to_string(epoch)});
+    CommandResult r = testing::Run({ClairfsBin(), "plan", "show", "--backing", backing_, "--plan",
+                                    spec, "--epoch", std::to_string(epoch)});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::vector<std::string> paths;
     std::istringstream in(r.out);
@@ -151,16 +151,16 @@ TEST_F(PlanMountTest, PlanSetAndClearOnARunningMount) {
   ASSERT_EQ(m.Mount({"--capacity", "64M"}).exit_code, 0);
   EXPECT_TRUE(m.Status()["plan"].is_null());
   CommandResult bad =
-      Run({ClairfsBin(), "plan", "set", mnt, "--plan", "torch-distributed:world=2"});
+      testing::Run({ClairfsBin(), "plan", "set", mnt, "--plan", "torch-distributed:world=2"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
-  CommandResult set = Run(
+  CommandResult set = testing::Run(
       {ClairfsBin(), "plan", "set", mnt, "--plan", "torch-distributed:seed=5,world=2,ranks=0-1"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   nlohmann::json s = m.Status();
   ASSERT_TRUE(s["plan"].is_object()) << s.dump();
   EXPECT_EQ(s["plan"]["ranks"].size(), 2u);
   EXPECT_EQ(s["plan"]["files"], static_cast<uint64_t>(kFiles));
-  CommandResult human = Run({ClairfsBin(), "status", mnt});
+  CommandResult human = testing::Run({ClairfsBin(), "status", mnt});
   EXPECT_NE(human.out.find("plan        torch-distributed:seed=5"), std::string::npos) << human.out;
   // The prefetcher stages the planned files (the whole dataset fits).
   bool staged = false;
@@ -169,7 +169,7 @@ TEST_F(PlanMountTest, PlanSetAndClearOnARunningMount) {
     if (!staged) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(staged);
-  ASSERT_EQ(Run({ClairfsBin(), "plan", "clear", mnt}).exit_code, 0);
+  ASSERT_EQ(testing::Run({ClairfsBin(), "plan", "clear", mnt}).exit_code, 0);
   EXPECT_TRUE(m.Status()["plan"].is_null());
   EXPECT_EQ(m.Umount().exit_code, 0);
 }

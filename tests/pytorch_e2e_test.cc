@@ -64,7 +64,7 @@ print(json.dumps({'checked': checked, 'per_epoch': per_epoch,
 )PY";
 
 TEST(PytorchE2eTest, DistributedSamplerThroughAPlannedMountIsByteExactAndHitsAfterWarmup) {
-  CommandResult probe = Run({kPython, "-c", "import torch, torchvision"}, 120);
+  CommandResult probe = testing::Run({kPython, "-c", "import torch, torchvision"}, 120);
   if (probe.exit_code != 0) {
     const char* ci = getenv("CI");
     if (ci != nullptr && std::string(ci) == "true") {
@@ -78,8 +78,8 @@ TEST(PytorchE2eTest, DistributedSamplerThroughAPlannedMountIsByteExactAndHitsAft
   const int files = 600;
   const uint64_t bytes = 16384;
   CommandResult made =
-      Run({ClairfsBin(), "bench", "make-dataset", backing, "--files", std::to_string(files),
-           "--classes", "5", "--sizes", "fixed:16K", "--json"});
+      testing::Run({ClairfsBin(), "bench", "make-dataset", backing, "--files",
+                    std::to_string(files), "--classes", "5", "--sizes", "fixed:16K", "--json"});
   ASSERT_EQ(made.exit_code, 0) << made.err;
   const std::string mnt = dir / "mnt";
   MakeDirs(mnt);
@@ -92,9 +92,10 @@ TEST(PytorchE2eTest, DistributedSamplerThroughAPlannedMountIsByteExactAndHitsAft
       m.Mount({"--capacity", std::to_string(files * bytes / 2), "--plan", spec});
   ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
   WriteFile(dir / "loop.py", kLoop);
-  CommandResult r = Run({kPython, dir / "loop.py", ClairfsBin(), mnt, backing, std::to_string(seed),
-                         std::to_string(world), std::to_string(rank), std::to_string(epochs)},
-                        300);
+  CommandResult r =
+      testing::Run({kPython, dir / "loop.py", ClairfsBin(), mnt, backing, std::to_string(seed),
+                    std::to_string(world), std::to_string(rank), std::to_string(epochs)},
+                   300);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::string last_line;
   std::istringstream lines(r.out);
