@@ -56,7 +56,7 @@ for epoch in range(epochs):
         seen += len(batch)
         if warm is None and epoch == 0 and seen >= per_epoch * 0.05:
             warm = status()
-        time.sleep(0.004)
+        time.sleep(0.010)
 end = status()
 print(json.dumps({'checked': checked, 'per_epoch': per_epoch,
                   'opens': end['opens'] - warm['opens'], 'hits': end['hits'] - warm['hits'],
