@@ -28,6 +28,8 @@
 #include "fs/control_server.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
+#include "fs/plan_handlers.h"
+#include "fs/plan_runtime.h"
 #include "fs/status_report.h"
 #include "planner/log.h"
 #include "planner/units.h"
@@ -143,7 +145,9 @@ struct Daemon {
   std::unique_ptr<ContentStore> store;
   std::unique_ptr<Stager> stager;
   std::unique_ptr<FileSystem> fs;
-  PassthroughState passthrough;  // written by the adapter, read by status
+  PassthroughState passthrough;       // written by the adapter, read by status
+  PlanPolicy* plan_policy = nullptr;  // owned by store; set when mounted with --plan
+  std::unique_ptr<PlanRuntime> plan;
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<FuseAdapter> adapter;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -168,8 +172,14 @@ Status StartDaemon(Daemon* d) {
         FormatBytes(s.bytes).c_str(), static_cast<unsigned long long>(s.dirs), s.scan_seconds);
   }
   ContentStoreOptions store_options{d->options.capacity, d->options.min_free};
+  std::unique_ptr<EvictionPolicy> policy = NewLruPolicy();
+  if (!d->options.plan.empty()) {
+    auto plan_policy = std::make_unique<PlanPolicy>();
+    d->plan_policy = plan_policy.get();
+    policy = std::move(plan_policy);
+  }
   auto store =
-      ContentStore::Open(d->cache_dir.get(), d->index.get(), env, store_options, NewLruPolicy());
+      ContentStore::Open(d->cache_dir.get(), d->index.get(), env, store_options, std::move(policy));
   if (!store.ok()) return store.status();
   d->store = std::move(*store);
   const RecoveryReport& r = d->store->recovery();
@@ -203,12 +213,33 @@ Status StartDaemon(Daemon* d) {
   d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
                                        d->stager.get(), env);
 
+  PlanRuntimeDeps plan_deps;
+  plan_deps.store = d->store.get();
+  plan_deps.stager = d->stager.get();
+  plan_deps.manifest = d->manifest.get();
+  plan_deps.policy = d->plan_policy;
+  plan_deps.backing_root = d->paths.backing;
+  d->plan = std::make_unique<PlanRuntime>(plan_deps);
+  if (!d->options.plan.empty()) {
+    PlanTrackerConfig plan_config;
+    plan_config.spec = d->options.plan;
+    plan_config.layout = d->options.plan_layout;
+    plan_config.layout_root = d->options.plan_layout_root;
+    plan_config.window = d->options.plan_window;
+    CLAIRFS_RETURN_IF_ERROR(d->plan->Set(plan_config).WithContext("--plan"));
+  }
+  d->fs->set_open_observer(d->plan.get());
+  d->plan->Start();
+
   d->control = std::make_unique<ControlServer>(ControlSocketPathFor(d->paths.mountpoint, getuid()),
                                                getuid());
-  RegisterStatusHandlers(d->control.get(),
-                         StatusSources{&d->options, d->paths.backing, d->paths.mountpoint,
-                                       d->paths.cache, d->manifest.get(), d->store.get(),
-                                       d->stager.get(), d->fs.get(), d->started, &d->passthrough});
+  StatusSources status_sources{
+      &d->options,    d->paths.backing, d->paths.mountpoint, d->paths.cache, d->manifest.get(),
+      d->store.get(), d->stager.get(),  d->fs.get(),         d->started,     &d->passthrough};
+  PlanRuntime* plan_runtime = d->plan.get();
+  status_sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
+  RegisterStatusHandlers(d->control.get(), status_sources);
+  RegisterPlanHandlers(d->control.get(), plan_runtime);
   Status control = d->control->Start();
   if (!control.ok()) {
     Log(LogLevel::kWarn,
@@ -240,12 +271,14 @@ Status StartDaemon(Daemon* d) {
 
 void StopDaemon(Daemon* d) {
   if (d->control) d->control->Stop();
+  if (d->plan) d->plan->Stop();
   if (d->stager) d->stager->Shutdown();
   if (d->adapter) {
     d->adapter->Unmount();
     d->adapter.reset();
   }
   d->fs.reset();
+  d->plan.reset();
   d->stager.reset();
   d->store.reset();
   d->manifest.reset();

@@ -146,6 +146,8 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
   }
 
   const FileIdentity identity = node->attr.identity();
+  // Before Find, so a hit's eviction key already reflects this use of the plan.
+  const bool planned = open_observer_ != nullptr && open_observer_->OnOpen(node->path);
   if (auto copy = store_->Find(node->path); copy) {
     if (copy->identity == identity) {
       auto fd = env_->Open(copy->data_path, O_RDONLY | O_NOATIME);
@@ -167,7 +169,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
     counters_.backing_errors.Add(1);
     return ReaderError(fd.status());
   }
-  if (config_.read_through && stager_ != nullptr) {
+  if (config_.read_through && stager_ != nullptr && !planned) {
     stager_->Enqueue(node->path, identity, StagePriority::kNormal);
   }
   return OpenFrom(*fd, false, ino, identity, std::move(node->path), open_start, std::move(result));

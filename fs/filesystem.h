@@ -28,6 +28,7 @@
 #include "fs/counters.h"
 #include "fs/file_stats.h"
 #include "fs/mount_options.h"
+#include "fs/open_observer.h"
 #include "planner/status.h"
 
 namespace clairfs {
@@ -72,6 +73,8 @@ class FileSystem {
              Stager* stager, Env* env);
 
   void set_notifier(KernelNotifier* notifier) { notifier_ = notifier; }
+  // Told of every file open (the plan tracker); set before the mount serves requests.
+  void set_open_observer(OpenObserver* observer) { open_observer_ = observer; }
   MountCounters& counters() { return counters_; }
   const FileStatsTable& file_stats() const { return file_stats_; }
   // Seconds since the filesystem was created (the time base of the per-file counters).
@@ -118,6 +121,7 @@ class FileSystem {
   Result<OpenResult> OpenFrom(int fd, bool from_cache, uint64_t ino, const FileIdentity& identity,
                               std::string path, double open_start, OpenResult result);
 
+  OpenObserver* open_observer_ = nullptr;
   MountCounters counters_;
   FileStatsTable file_stats_;
   uint64_t start_monotonic_ns_;

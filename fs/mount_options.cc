@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 
+#include "planner/layout.h"
+#include "planner/plan_spec.h"
 #include "planner/units.h"
 
 namespace clairfs {
@@ -102,6 +104,13 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   } else if (k == "log_file") {
     if (!has_value || value.empty()) return need_value();
     o->log_file = value;
+  } else if (k == "plan" || k == "layout" || k == "layout_root") {
+    if (!has_value || value.empty()) return need_value();
+    (k == "plan" ? o->plan : k == "layout" ? o->plan_layout : o->plan_layout_root) = value;
+  } else if (k == "plan_window") {
+    auto n = ParseInt(key, value, 1, 1 << 24);
+    if (!n.ok()) return n.status();
+    o->plan_window = static_cast<uint64_t>(*n);
   } else if (k == "allow_other") {
     o->allow_other = true;
   } else if (k == "suid") {
@@ -138,6 +147,12 @@ Status ApplyMountOptionList(const std::string& list, MountOptions* options) {
 
 Status ValidateMountOptions(const MountOptions& o) {
   if (o.backing.empty()) return Status::Invalid("missing BACKING directory");
+  if (!o.plan.empty()) {
+    auto spec = ParsePlanSpec(o.plan);
+    if (!spec.ok()) return spec.status().WithContext("--plan");
+    auto layout = ParseLayoutSpec(o.plan_layout, o.plan_layout_root);
+    if (!layout.ok()) return layout.status().WithContext("--layout");
+  }
   if (o.mountpoint.empty()) return Status::Invalid("missing MOUNTPOINT");
   if (o.cache_dir.empty()) {
     return Status::Invalid("missing --cache DIR (or -o cache=DIR): where staged copies are kept");

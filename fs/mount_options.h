@@ -39,6 +39,12 @@ struct MountOptions {
   std::string passthrough = "auto";       // kernel FUSE passthrough: auto, on or off
   std::string log_file;                   // daemon log after startup (default: stderr)
   std::vector<std::string> fuse_options;  // passed to the kernel as -o
+  // Access plan (see docs/PLANNER.md): spec, layout and layout root; empty spec = no plan. A
+  // spec holds commas, so it is given with --plan (an -o list is split at commas).
+  std::string plan;
+  std::string plan_layout = "imagefolder";
+  std::string plan_layout_root;
+  uint64_t plan_window = 256;  // planned positions of reordering tolerated per rank
 };
 
 // Applies one item of a comma-separated -o list (already split). Returns an error naming the

@@ -72,6 +72,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"note",
        "the kernel reads passthrough files without the daemon: their reads are not counted, "
        "and bytes_from_cache is estimated as the whole file at each passthrough open"}};
+  j["plan"] = s.plan ? s.plan() : nlohmann::json(nullptr);
   j["counters_note"] =
       "counts what reaches the daemon; reads served by the kernel page cache are not seen";
   return j;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,7 @@ struct StatusSources {
   FileSystem* fs;
   std::chrono::steady_clock::time_point started;
   const PassthroughState* passthrough = nullptr;  // null: reported as off
+  std::function<nlohmann::json()> plan;  // the "plan" object (null without a plan); may be empty
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

@@ -88,6 +88,23 @@ void RegisterMount(CLI::App& app) {
          "Kernel FUSE passthrough for staged files: auto (default: use it when the daemon has "
          "CAP_SYS_ADMIN and the kernel accepts it), on (fail the mount without it) or off")
       ->type_name("auto|on|off");
+  cmd->add_option_function<std::string>(
+         "--plan", item("plan"),
+         "Access plan (e.g. torch-distributed:seed=42,world=8,ranks=0-7): stage ahead in plan "
+         "order and evict by next planned use (see clairfs plan show --help)")
+      ->type_name("SPEC");
+  cmd->add_option_function<std::string>("--layout", item("layout"),
+                                        "Sample numbering of the plan: imagefolder (default), "
+                                        "sorted or list:FILE")
+      ->type_name("LAYOUT");
+  cmd->add_option_function<std::string>("--layout-root", item("layout_root"),
+                                        "Dataset directory below the backing root (e.g. train)")
+      ->type_name("SUBDIR");
+  cmd->add_option_function<std::string>(
+         "--plan-window", item("plan_window"),
+         "Planned positions per rank an open may run ahead of the rank's cursor (default 256; "
+         "at least prefetch_factor x num_workers x batch_size)")
+      ->type_name("N");
   cmd->add_option("-o", args->o_lists,
                   "Comma-separated options: the flags above as key=value (cache=, capacity=, "
                   "min_free=, ...) and FUSE options such as allow_other; mount(8)/systemd "

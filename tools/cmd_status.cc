@@ -69,6 +69,26 @@ void PrintHuman(const nlohmann::json& j) {
   }
   printf("evictions   %llu (%s)\n", static_cast<unsigned long long>(u("evictions")),
          FormatBytes(u("evicted_bytes")).c_str());
+  if (j.contains("plan") && j["plan"].is_object()) {
+    const auto& p = j["plan"];
+    std::string ranks;
+    for (const auto& r : p.value("ranks", nlohmann::json::array())) {
+      ranks += " " + std::to_string(r.value("rank", 0)) + "@" +
+               std::to_string(r.value("epoch", uint64_t{0})) + ":" +
+               std::to_string(r.value("cursor", uint64_t{0}));
+    }
+    const std::string state =
+        p.value("dropped", false) ? "dropped (" + p.value("dropped_reason", "") + ")" : "active";
+    printf(
+        "plan        %s: %s, epoch %llu, staged %llu files ahead, %llu prefetched, %llu "
+        "mismatches\n",
+        p.value("spec", "").c_str(), state.c_str(),
+        static_cast<unsigned long long>(p.value("epoch", uint64_t{0})),
+        static_cast<unsigned long long>(p.value("lead_files", uint64_t{0})),
+        static_cast<unsigned long long>(p.value("prefetched_files", uint64_t{0})),
+        static_cast<unsigned long long>(p.value("mismatches", uint64_t{0})));
+    printf("plan ranks  (rank@epoch:cursor)%s\n", ranks.c_str());
+  }
   printf(
       "note        counters count what reaches the daemon; reads served by the kernel page "
       "cache are not seen\n");

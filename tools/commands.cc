@@ -16,6 +16,7 @@ void RegisterAllCommands(CLI::App& app) {
       RegisterBench,
       RegisterPfsEmu,
       RegisterDemo,
+      RegisterSimulate,
   };
   // clang-format on
   for (RegisterFn fn : kCommands) fn(app);

@@ -19,6 +19,9 @@ void RegisterPfsEmu(CLI::App& app);
 void RegisterDemo(CLI::App& app);
 void RegisterDarshan(CLI::App& app);
 void RegisterPlan(CLI::App& app);
+void RegisterSimulate(CLI::App& app);
+// `plan set` / `plan clear` (cmd_plan_live.cc), children of `plan`.
+void RegisterPlanLive(CLI::App* plan);
 
 // Adds every subcommand in the table to `app`.
 void RegisterAllCommands(CLI::App& app);

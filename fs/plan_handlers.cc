@@ -1,0 +1,48 @@
+// plan_set / plan_clear control ops (see plan_handlers.h).
+#include "fs/plan_handlers.h"
+
+namespace clairfs {
+namespace {
+
+Result<std::string> StringField(const nlohmann::json& request, const char* key,
+                                const std::string& fallback) {
+  if (!request.contains(key)) return fallback;
+  if (!request[key].is_string()) return Status::Invalid(std::string(key) + " must be a string");
+  return request[key].get<std::string>();
+}
+
+}  // namespace
+
+void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
+  server->AddHandler(
+      "plan_set", ControlAccess::kOwner, {"spec", "layout", "layout_root", "window"},
+      [runtime](const nlohmann::json& request, const PeerCredentials&, nlohmann::json* reply) {
+        PlanTrackerConfig config;
+        auto spec = StringField(request, "spec", "");
+        if (!spec.ok()) return spec.status();
+        if (spec->empty()) return Status::Invalid("plan_set needs a spec");
+        auto layout = StringField(request, "layout", "imagefolder");
+        if (!layout.ok()) return layout.status();
+        auto root = StringField(request, "layout_root", "");
+        if (!root.ok()) return root.status();
+        config.spec = *spec;
+        config.layout = *layout;
+        config.layout_root = *root;
+        if (request.contains("window")) {
+          if (!request["window"].is_number_unsigned() || request["window"].get<uint64_t>() == 0) {
+            return Status::Invalid("window must be a positive integer");
+          }
+          config.window = request["window"].get<uint64_t>();
+        }
+        CLAIRFS_RETURN_IF_ERROR(runtime->Set(config));
+        (*reply)["plan"] = runtime->StatusJson();
+        return Status::Ok();
+      });
+  server->AddHandler("plan_clear", ControlAccess::kOwner, {},
+                     [runtime](const nlohmann::json&, const PeerCredentials&, nlohmann::json*) {
+                       runtime->Clear();
+                       return Status::Ok();
+                     });
+}
+
+}  // namespace clairfs

@@ -1,0 +1,86 @@
+// PlanRuntime: the mount's plan machinery: the current PlanTracker (set at mount with --plan or
+// by the plan_set control op, removed by plan_clear), the open hook, and the prefetcher thread.
+//
+// The prefetcher wakes every few milliseconds, generates the next epoch when every rank has
+// entered the last loaded one, then walks the plan from the slowest cursor (at most
+// `max_lookahead` positions) and admits distinct files in plan order while their allocated sizes
+// fit in 1/8 of 95% of the cache capacity, or further while they fit in free space (prefetching
+// the whole capacity ahead would evict every retained file and refetch it). It sets the policy's
+// protection limit to the last admitted file's time (so nothing inside the window is evicted for
+// it) and enqueues the admitted files that are not staged yet, the nearest quarter at high
+// priority. Once a tracker drops its plan the prefetcher stops and the policy is rekeyed to plain
+// LRU order.
+//
+// Thread-safety: all methods are thread-safe. OnOpen (FUSE threads) copies the tracker pointer
+// under a short mutex and calls PlanTracker::OnOpen. Set() builds the tracker (walks the
+// dataset) on the caller's thread. Errors: Set returns the tracker's creation error.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/content_store.h"
+#include "cache/manifest.h"
+#include "cache/plan_policy.h"
+#include "cache/stager.h"
+#include "fs/open_observer.h"
+#include "fs/plan_tracker.h"
+#include "planner/status.h"
+
+namespace clairfs {
+
+struct PlanRuntimeDeps {
+  ContentStore* store = nullptr;
+  Stager* stager = nullptr;
+  Manifest* manifest = nullptr;
+  PlanPolicy* policy = nullptr;  // null when the store evicts by another policy
+  std::string backing_root;
+  size_t max_lookahead = 8192;  // planned positions examined per prefetch pass
+};
+
+class PlanRuntime final : public OpenObserver {
+ public:
+  explicit PlanRuntime(PlanRuntimeDeps deps);
+  ~PlanRuntime() override;
+  PlanRuntime(const PlanRuntime&) = delete;
+  PlanRuntime& operator=(const PlanRuntime&) = delete;
+
+  // Builds a tracker for `config` (backing_root is filled in) and makes it current.
+  Status Set(PlanTrackerConfig config);
+  // Removes the current plan (no-op without one).
+  void Clear();
+  // Starts / stops the prefetcher thread (Stop is idempotent; the destructor calls it).
+  void Start();
+  void Stop();
+
+  bool OnOpen(const std::string& path) override;
+  // The "plan" status object, or null without a plan.
+  nlohmann::json StatusJson();
+  std::shared_ptr<PlanTracker> tracker();
+
+ private:
+  void Loop();
+  void PrefetchPass(PlanTracker* tracker);
+  std::optional<FileIdentity> IdentityOf(PlanTracker* tracker, uint32_t file);
+
+  PlanRuntimeDeps deps_;
+  std::mutex mu_;  // guards tracker_, stopping_, rekeyed_drop_
+  std::condition_variable cv_;
+  std::shared_ptr<PlanTracker> tracker_;
+  bool stopping_ = false;
+  bool rekeyed_drop_ = false;
+  std::thread thread_;
+
+  // Prefetcher-thread state.
+  std::unordered_map<uint32_t, FileIdentity> identities_;
+  uint64_t prefetched_ = 0;
+  PlanTracker* identities_owner_ = nullptr;
+};
+
+}  // namespace clairfs

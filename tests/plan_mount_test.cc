@@ -1,0 +1,178 @@
+// Integration tests of plan-driven prefetch and eviction: real mounts over a synthetic
+// ImageFolder dataset (`clairfs bench make-dataset`), read in the plan's order as given by
+// `clairfs plan show`, always unmounted by ClairfsMount's guard.
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/mount_helpers.h"
+#include "tests/test_util.h"
+
+namespace clairfs::testing {
+namespace {
+
+constexpr int kFiles = 400;
+constexpr uint64_t kFileBytes = 16384;
+
+class PlanMountTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backing_ = dir_ / "backing";
+    MakeDirs(dir_ / "mnt");
+    CommandResult r =
+        testing::Run({ClairfsBin(), "bench", "make-dataset", backing_, "--files",
+                      std::to_string(kFiles), "--classes", "4", "--sizes", "fixed:16K", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  // The files rank 0 reads in `epoch` under `spec`, from `clairfs plan show`.
+  std::vector<std::string> PlanOrder(const std::string& spec, int epoch) {
+    CommandResult r = testing::Run({ClairfsBin(), "plan", "show", "--backing", backing_, "--plan",
+                                    spec, "--epoch", std::to_string(epoch)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> paths;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) paths.push_back(line);
+    EXPECT_EQ(paths.size(), static_cast<size_t>(kFiles));
+    return paths;
+  }
+
+  // Reads every file of `order` through the mount, checking its bytes against the backing file.
+  void ReadEpoch(const std::string& mnt, const std::vector<std::string>& order, int pause_us) {
+    for (const std::string& rel : order) {
+      ASSERT_EQ(ReadFile(mnt + "/" + rel), ReadFile(backing_ + "/" + rel)) << rel;
+      if (pause_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    }
+  }
+
+  // Runs `epochs` epochs of the plan `read_spec` through a mount with `mount_extra`; returns
+  // per-epoch (hits, misses) deltas and the final status.
+  std::vector<std::pair<uint64_t, uint64_t>> RunEpochs(const std::string& name,
+                                                       const std::vector<std::string>& mount_extra,
+                                                       const std::string& read_spec, int epochs,
+                                                       bool wait_first, nlohmann::json* final) {
+    const std::string mnt = dir_ / ("mnt_" + name);
+    MakeDirs(mnt);
+    ClairfsMount m(backing_, mnt, dir_ / ("cache_" + name));
+    CommandResult mounted = m.Mount(mount_extra);
+    EXPECT_EQ(mounted.exit_code, 0) << mounted.err;
+    if (mounted.exit_code != 0) return {};
+    if (wait_first) {
+      // Let the prefetcher stage the first window before the reader starts.
+      for (int i = 0; i < 200; ++i) {
+        nlohmann::json s = m.Status();
+        if (s.value("staged_files", 0) >= kFiles) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    nlohmann::json before = m.Status();
+    for (int e = 0; e < epochs; ++e) {
+      ReadEpoch(mnt, PlanOrder(read_spec, e), 1000);
+      nlohmann::json after = m.Status();
+      out.emplace_back(after["hits"].get<uint64_t>() - before["hits"].get<uint64_t>(),
+                       after["misses"].get<uint64_t>() - before["misses"].get<uint64_t>());
+      before = after;
+    }
+    *final = before;
+    EXPECT_EQ(m.Umount().exit_code, 0);
+    return out;
+  }
+
+  TempDir dir_;
+  std::string backing_;
+};
+
+TEST_F(PlanMountTest, HalfCapacityPlanGetsAtLeastLruHits) {
+  const std::string spec = "torch-distributed:seed=11,world=1";
+  const std::string half = std::to_string(kFiles * kFileBytes / 2);
+  nlohmann::json lru_status, plan_status;
+  auto lru = RunEpochs("lru", {"--capacity", half}, spec, 3, false, &lru_status);
+  auto plan = RunEpochs("plan", {"--capacity", half, "--plan", spec}, spec, 3, false, &plan_status);
+  ASSERT_EQ(lru.size(), 3u);
+  ASSERT_EQ(plan.size(), 3u);
+  uint64_t lru_hits = 0, plan_hits = 0;
+  for (int e = 0; e < 3; ++e) {
+    printf("epoch %d: lru %llu hits %llu misses; plan %llu hits %llu misses\n", e,
+           static_cast<unsigned long long>(lru[e].first),
+           static_cast<unsigned long long>(lru[e].second),
+           static_cast<unsigned long long>(plan[e].first),
+           static_cast<unsigned long long>(plan[e].second));
+    lru_hits += lru[e].first;
+    plan_hits += plan[e].first;
+  }
+  EXPECT_GE(plan_hits, lru_hits);
+  // Epochs after the first: the plan keeps staging ahead of the reader.
+  EXPECT_GT(plan[1].first + plan[2].first, lru[1].first + lru[2].first);
+  ASSERT_TRUE(plan_status["plan"].is_object()) << plan_status.dump();
+  EXPECT_FALSE(plan_status["plan"]["dropped"].get<bool>());
+  EXPECT_EQ(plan_status["plan"]["mismatches"], 0u);
+  EXPECT_EQ(plan_status["plan"]["epoch"], 3u);
+  EXPECT_GT(plan_status["plan"]["prefetched_files"].get<uint64_t>(), 0u);
+  EXPECT_LE(plan_status["used_bytes"].get<uint64_t>(), kFiles * kFileBytes / 2);
+  EXPECT_TRUE(lru_status["plan"].is_null());
+}
+
+TEST_F(PlanMountTest, CapacityOfTheDatasetServesEveryEpochFromTheCacheAfterPrefetch) {
+  const std::string spec = "torch-distributed:seed=3,world=1";
+  nlohmann::json status;
+  auto plan = RunEpochs("full", {"--capacity", "64M", "--plan", spec}, spec, 3, true, &status);
+  ASSERT_EQ(plan.size(), 3u);
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(plan[e].first, static_cast<uint64_t>(kFiles)) << "epoch " << e;
+    EXPECT_EQ(plan[e].second, 0u) << "epoch " << e;
+  }
+  EXPECT_EQ(status["bytes_from_backing"], 0u);
+}
+
+TEST_F(PlanMountTest, AReaderWithTheWrongSeedGetsThePlanDroppedAndReadsByteExact) {
+  const std::string half = std::to_string(kFiles * kFileBytes / 2);
+  nlohmann::json status;
+  auto epochs =
+      RunEpochs("wrong", {"--capacity", half, "--plan", "torch-distributed:seed=1,world=1"},
+                "torch-distributed:seed=2,world=1", 2, false, &status);
+  ASSERT_EQ(epochs.size(), 2u);
+  ASSERT_TRUE(status["plan"].is_object());
+  EXPECT_TRUE(status["plan"]["dropped"].get<bool>());
+  EXPECT_FALSE(status["plan"]["active"].get<bool>());
+  EXPECT_NE(status["plan"]["dropped_reason"].get<std::string>().find("does not follow"),
+            std::string::npos);
+  // Read-through took over: the second epoch hits what LRU kept.
+  EXPECT_GT(epochs[1].first, 0u);
+}
+
+TEST_F(PlanMountTest, PlanSetAndClearOnARunningMount) {
+  const std::string mnt = dir_ / "mnt";
+  ClairfsMount m(backing_, mnt, dir_ / "cache");
+  ASSERT_EQ(m.Mount({"--capacity", "64M"}).exit_code, 0);
+  EXPECT_TRUE(m.Status()["plan"].is_null());
+  CommandResult bad =
+      testing::Run({ClairfsBin(), "plan", "set", mnt, "--plan", "torch-distributed:world=2"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  CommandResult set = testing::Run(
+      {ClairfsBin(), "plan", "set", mnt, "--plan", "torch-distributed:seed=5,world=2,ranks=0-1"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  nlohmann::json s = m.Status();
+  ASSERT_TRUE(s["plan"].is_object()) << s.dump();
+  EXPECT_EQ(s["plan"]["ranks"].size(), 2u);
+  EXPECT_EQ(s["plan"]["files"], static_cast<uint64_t>(kFiles));
+  CommandResult human = testing::Run({ClairfsBin(), "status", mnt});
+  EXPECT_NE(human.out.find("plan        torch-distributed:seed=5"), std::string::npos) << human.out;
+  // The prefetcher stages the planned files (the whole dataset fits).
+  bool staged = false;
+  for (int i = 0; i < 200 && !staged; ++i) {
+    staged = m.Status().value("staged_files", 0) >= kFiles;
+    if (!staged) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(staged);
+  ASSERT_EQ(testing::Run({ClairfsBin(), "plan", "clear", mnt}).exit_code, 0);
+  EXPECT_TRUE(m.Status()["plan"].is_null());
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+}  // namespace
+}  // namespace clairfs::testing
