@@ -233,9 +233,17 @@ Status StartDaemon(Daemon* d) {
 
   d->control = std::make_unique<ControlServer>(ControlSocketPathFor(d->paths.mountpoint, getuid()),
                                                getuid());
-  StatusSources status_sources{
-      &d->options,    d->paths.backing, d->paths.mountpoint, d->paths.cache, d->manifest.get(),
-      d->store.get(), d->stager.get(),  d->fs.get(),         d->started,     &d->passthrough};
+  StatusSources status_sources{&d->options,
+                               d->paths.backing,
+                               d->paths.mountpoint,
+                               d->paths.cache,
+                               d->manifest.get(),
+                               d->store.get(),
+                               d->stager.get(),
+                               d->fs.get(),
+                               d->started,
+                               &d->passthrough,
+                               {}};
   PlanRuntime* plan_runtime = d->plan.get();
   status_sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
   RegisterStatusHandlers(d->control.get(), status_sources);
