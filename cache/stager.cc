@@ -15,6 +15,32 @@ namespace clairfs {
 Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
     : options_(options), store_(store), env_(env) {
   last_refill_ns_ = env_->NowMonotonicNanos();
+  const bool want_uring = options_.engine == StageEngine::kUring ||
+                          (options_.engine == StageEngine::kAuto && env_ == Env::Default());
+  if (want_uring) {
+    UringCopierOptions copier_options;
+    copier_options.backing_root = options_.backing_root;
+    copier_options.max_files = std::max(1, options_.threads);
+    copier_options.buffers = options_.buffers > 0 ? options_.buffers : copier_options.max_files;
+    copier_options.chunk_size = options_.chunk_size;
+    copier_options.commit_threads = std::min(4, copier_options.max_files);
+    CopierHooks hooks;
+    hooks.next = [this](CopyJob* job) { return NextForCopier(job); };
+    hooks.take_tokens = [this](size_t bytes, uint64_t* wait_ns) {
+      return TakeTokens(bytes, wait_ns);
+    };
+    hooks.done = [this](const CopyJob& job, CopyResult result, uint64_t bytes,
+                        const Status& status) { CopierDone(job, result, bytes, status); };
+    auto copier = UringCopier::Create(copier_options, store_, std::move(hooks));
+    if (copier.ok()) {
+      copier_ = std::move(*copier);
+      workers_.emplace_back([this] { copier_->Run(); });
+      return;
+    }
+    LogOnce("stage-uring-unavailable", LogLevel::kWarn,
+            "io_uring unavailable (%s): staging with a pool of %d threads",
+            copier.status().message().c_str(), std::max(1, options_.threads));
+  }
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
@@ -55,6 +81,7 @@ bool Stager::Enqueue(const std::string& path, const FileIdentity& identity, Stag
   queue_.emplace(key, std::move(request));
   pending_.emplace(path, key);
   work_cv_.notify_one();
+  if (copier_) copier_->Wake();
   return true;
 }
 
@@ -86,6 +113,7 @@ void Stager::Shutdown() {
     pending_.clear();
     work_cv_.notify_all();
   }
+  if (copier_) copier_->RequestStop();  // the ring aborts its copies and returns from Run()
   for (auto& r : dropped) {
     for (auto& cb : r.callbacks) {
       cb(StageOutcome{r.path, Status::Error(ESHUTDOWN, "the mount is going away")});
@@ -114,6 +142,12 @@ StagerStats Stager::stats() {
   s.bytes_staged = bytes_staged_.load();
   s.failures = failures_.load();
   s.skipped = skipped_.load();
+  if (copier_) {
+    s.uring = true;
+    s.buffers_in_use = static_cast<uint64_t>(copier_->buffers_in_use());
+    s.peak_buffers_in_use = static_cast<uint64_t>(copier_->peak_buffers_in_use());
+    s.buffer_count = static_cast<uint64_t>(copier_->buffer_count());
+  }
   return s;
 }
 
@@ -130,41 +164,80 @@ void Stager::WorkerLoop() {
       pending_.erase(request.path);
       in_flight_[request.path] = std::move(request.callbacks);
     }
-    Status st = CopyOne(request);
-    std::vector<Callback> callbacks;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      callbacks = std::move(in_flight_[request.path]);
-      in_flight_.erase(request.path);
-      ++delivering_;
-    }
-    for (auto& cb : callbacks) cb(StageOutcome{request.path, st});
-    {
-      // Idle only once the outcome is delivered: WaitIdle() callers may free what callbacks use.
-      std::lock_guard<std::mutex> lock(mu_);
-      --delivering_;
-      if (IdleLocked()) idle_cv_.notify_all();
-    }
+    DeliverInFlight(request.path, CopyOne(request));
   }
 }
 
-bool Stager::Throttle(size_t bytes) {
+void Stager::DeliverInFlight(const std::string& path, const Status& status) {
+  std::vector<Callback> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    callbacks = std::move(in_flight_[path]);
+    in_flight_.erase(path);
+    ++delivering_;
+  }
+  for (auto& cb : callbacks) cb(StageOutcome{path, status});
+  {
+    // Idle only once the outcome is delivered: WaitIdle() callers may free what callbacks use.
+    std::lock_guard<std::mutex> lock(mu_);
+    --delivering_;
+    if (IdleLocked()) idle_cv_.notify_all();
+  }
+}
+
+CopierHooks::Next Stager::NextForCopier(CopyJob* job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return CopierHooks::Next::kStopping;
+  if (queue_.empty()) return CopierHooks::Next::kNone;
+  auto first = queue_.begin();
+  Request request = std::move(first->second);
+  queue_.erase(first);
+  pending_.erase(request.path);
+  in_flight_[request.path] = std::move(request.callbacks);
+  job->path = std::move(request.path);
+  job->identity = request.identity;
+  return CopierHooks::Next::kJob;
+}
+
+void Stager::CopierDone(const CopyJob& job, CopyResult result, uint64_t bytes,
+                        const Status& status) {
+  switch (result) {
+    case CopyResult::kStaged:
+      files_staged_.fetch_add(1);
+      bytes_staged_.fetch_add(bytes);
+      break;
+    case CopyResult::kAlreadyStaged:
+      break;
+    case CopyResult::kSkipped:
+      skipped_.fetch_add(1);
+      break;
+    case CopyResult::kFailed:
+      failures_.fetch_add(1);
+      break;
+  }
+  DeliverInFlight(job.path, status);
+}
+
+bool Stager::TakeTokens(size_t bytes, uint64_t* wait_ns) {
   if (options_.bandwidth == 0) return true;
   const double rate = static_cast<double>(options_.bandwidth);
   const double burst = std::max(rate / 10, static_cast<double>(options_.chunk_size));
+  std::lock_guard<std::mutex> lock(bucket_mu_);
+  uint64_t now = env_->NowMonotonicNanos();
+  tokens_ = std::min(burst, tokens_ + rate * static_cast<double>(now - last_refill_ns_) / 1e9);
+  last_refill_ns_ = now;
+  if (tokens_ >= static_cast<double>(bytes) || tokens_ >= burst) {
+    tokens_ -= static_cast<double>(bytes);  // may go negative for a chunk larger than burst
+    return true;
+  }
+  *wait_ns = static_cast<uint64_t>((static_cast<double>(bytes) - tokens_) / rate * 1e9);
+  return false;
+}
+
+bool Stager::Throttle(size_t bytes) {
   for (;;) {
     uint64_t wait_ns = 0;
-    {
-      std::lock_guard<std::mutex> lock(bucket_mu_);
-      uint64_t now = env_->NowMonotonicNanos();
-      tokens_ = std::min(burst, tokens_ + rate * static_cast<double>(now - last_refill_ns_) / 1e9);
-      last_refill_ns_ = now;
-      if (tokens_ >= static_cast<double>(bytes) || tokens_ >= burst) {
-        tokens_ -= static_cast<double>(bytes);  // may go negative for a chunk larger than burst
-        return true;
-      }
-      wait_ns = static_cast<uint64_t>((static_cast<double>(bytes) - tokens_) / rate * 1e9);
-    }
+    if (TakeTokens(bytes, &wait_ns)) return true;
     // A staging worker sleeping here never holds up a reader: readers do not wait for staging.
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(wait_ns, 50000000)));
     // A low rate can mean minutes of waiting: Shutdown() must not wait for it.

@@ -8,7 +8,17 @@
 // Failures on the cache device (ENOSPC, EIO) drop that copy, are counted, and logged once per kind;
 // the file stays served from the backing store. Nothing here blocks a reader: Enqueue never waits.
 //
-// Thread-safe. Shutdown() cancels pending work and waits for copies in flight to end.
+// Engines (StagerOptions::engine): the io_uring engine (cache/uring_copier.h) keeps `threads`
+// files in flight on one ring thread, with at most `buffers` chunk buffers (default `threads`);
+// the thread-pool engine runs `threads` workers copying one file each with pread/pwrite. Either
+// way `threads` means "files staged concurrently". kAuto picks io_uring when the Env is the
+// default one (io_uring bypasses the Env seam, so a fault-injecting Env gets the thread pool);
+// if io_uring is unavailable (ENOSYS, EPERM, io_uring_disabled) the thread pool is used and one
+// line is logged. The priority queue, de-duplication, Cancel, callbacks and stats are the same
+// for both.
+//
+// Thread-safe. Shutdown() cancels pending work and waits for copies in flight to end (aborted
+// promptly, leaving no temp files).
 #pragma once
 
 #include <atomic>
@@ -16,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -25,17 +36,24 @@
 #include "cache/content_store.h"
 #include "cache/env.h"
 #include "cache/node_attr.h"
+#include "cache/uring_copier.h"
 #include "planner/status.h"
 
 namespace clairfs {
 
 enum class StagePriority : int { kLow = 0, kNormal = 1, kHigh = 2 };
 
+// kAuto: io_uring with the default Env, else threads; kUring: io_uring even with another Env
+// (falls back to threads only if io_uring is unavailable); kThreads: always the thread pool.
+enum class StageEngine { kAuto, kUring, kThreads };
+
 struct StagerOptions {
   std::string backing_root;
   int threads = 4;
   uint64_t bandwidth = 0;  // bytes/s over all workers; 0 = unlimited
   size_t chunk_size = 1 << 20;
+  StageEngine engine = StageEngine::kAuto;
+  int buffers = 0;  // io_uring engine: chunk buffers in the pool; 0 = one per file in flight
 };
 
 struct StagerStats {
@@ -43,8 +61,12 @@ struct StagerStats {
   uint64_t in_flight = 0;  // being copied
   uint64_t files_staged = 0;
   uint64_t bytes_staged = 0;
-  uint64_t failures = 0;  // copies dropped on an error
-  uint64_t skipped = 0;   // not staged: too large, changed, or gone
+  uint64_t failures = 0;             // copies dropped on an error
+  uint64_t skipped = 0;              // not staged: too large, changed, or gone
+  bool uring = false;                // the io_uring engine is running (else the thread pool)
+  uint64_t buffers_in_use = 0;       // io_uring engine: chunk buffers held now
+  uint64_t peak_buffers_in_use = 0;  // ... the most ever (never above buffer_count)
+  uint64_t buffer_count = 0;         // ... the pool size
 };
 
 // Outcome of one request, for callers that wait (explicit staging).
@@ -86,6 +108,12 @@ class Stager {
   using QueueKey = std::pair<int, uint64_t>;  // (-priority, seq): smallest first
 
   void WorkerLoop();
+  // io_uring engine hooks (run on the ring thread or its commit threads).
+  CopierHooks::Next NextForCopier(CopyJob* job);
+  void CopierDone(const CopyJob& job, CopyResult result, uint64_t bytes, const Status& status);
+  bool TakeTokens(size_t bytes, uint64_t* wait_ns);
+  // Delivers `status` to the callbacks of the in-flight `path` and updates idleness.
+  void DeliverInFlight(const std::string& path, const Status& status);
   Status CopyOne(const Request& request);
   // Waits for `bytes` of tokens; false if Shutdown() began meanwhile.
   bool Throttle(size_t bytes);
@@ -111,6 +139,7 @@ class Stager {
 
   std::atomic<uint64_t> files_staged_{0}, bytes_staged_{0}, failures_{0}, skipped_{0};
   std::vector<std::thread> workers_;
+  std::unique_ptr<UringCopier> copier_;  // set iff the io_uring engine runs (on workers_[0])
 };
 
 }  // namespace clairfs

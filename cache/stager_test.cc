@@ -93,9 +93,11 @@ class StagerTest : public ::testing::Test {
     index_.reset();
     dir_.reset();
   }
-  void StartStager(int threads, uint64_t bandwidth = 0, size_t chunk = 64 * 1024) {
-    stager_ = std::make_unique<Stager>(StagerOptions{backing_, threads, bandwidth, chunk},
-                                       store_.get(), &env_);
+  // With the GateEnv, kAuto is the thread pool; engine tests below pass kUring or kThreads.
+  void StartStager(int threads, uint64_t bandwidth = 0, size_t chunk = 64 * 1024,
+                   StageEngine engine = StageEngine::kAuto, int buffers = 0) {
+    stager_ = std::make_unique<Stager>(
+        StagerOptions{backing_, threads, bandwidth, chunk, engine, buffers}, store_.get(), &env_);
   }
   FileIdentity Identity(const std::string& rel) {
     struct stat st;
@@ -419,6 +421,162 @@ TEST_F(StagerTest, ShutdownWithWorkPendingIsPromptAndLeavesNoTemps) {
       }));
   EXPECT_EQ(late.code(), ESHUTDOWN);
 }
+
+// The same behaviour from both engines: io_uring (where the kernel offers it) and the thread pool
+// forced by StagerOptions::engine. The GateEnv injects nothing here (io_uring cannot see it).
+class StagerEngineTest : public StagerTest, public ::testing::WithParamInterface<StageEngine> {
+ protected:
+  void Start(int threads, uint64_t bandwidth = 0, int buffers = 0) {
+    StartStager(threads, bandwidth, 64 * 1024, GetParam(), buffers);
+  }
+  // Enqueues `blocker` (4 MiB at 20 MB/s: ~0.2 s) alone, so what follows queues behind it.
+  void HoldTheOnlySlot() {
+    Add("blocker", 4 << 20, 99);
+    stager_->Enqueue("blocker", Identity("blocker"), StagePriority::kHigh);
+    for (int i = 0; i < 500 && stager_->stats().in_flight == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_EQ(stager_->stats().in_flight, 1u);
+  }
+};
+
+TEST_P(StagerEngineTest, EngineIsTheOneAskedFor) {
+  Add("a", 10, 1);
+  Start(2);
+  bool uring_available = UringCopier::Create({}, store_.get(), {}).ok();
+  EXPECT_EQ(stager_->stats().uring, GetParam() == StageEngine::kUring && uring_available);
+  stager_->Enqueue("a", Identity("a"), StagePriority::kNormal);
+  stager_->WaitIdle();
+  EXPECT_TRUE(store_->Contains("a"));
+}
+
+TEST_P(StagerEngineTest, TreeOfManySizesIsStagedByteExact) {
+  const size_t chunk = 64 * 1024;
+  std::map<std::string, std::string> files;
+  const size_t sizes[] = {0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk, 110 * 1000, 3 << 20};
+  testing::MakeDirs(backing_ + "/d/e");
+  int i = 0;
+  for (size_t size : sizes) {
+    for (const char* dir : {"", "d/", "d/e/"}) {
+      std::string rel = std::string(dir) + "f" + std::to_string(i);
+      files[rel] = Add(rel, size, static_cast<uint64_t>(i));
+      ++i;
+    }
+  }
+  Start(6, 0, 2);
+  std::atomic<int> ok{0};
+  for (const auto& [rel, data] : files) {
+    stager_->Enqueue(rel, Identity(rel), StagePriority::kNormal, [&](const StageOutcome& o) {
+      if (o.status.ok()) ok.fetch_add(1);
+    });
+  }
+  stager_->WaitIdle();
+  EXPECT_EQ(ok.load(), static_cast<int>(files.size()));
+  for (const auto& [rel, data] : files) {
+    auto copy = store_->Find(rel);
+    ASSERT_TRUE(copy.has_value()) << rel;
+    EXPECT_EQ(ReadFile(copy->data_path), data) << rel;
+  }
+  StagerStats s = stager_->stats();
+  EXPECT_EQ(s.files_staged, files.size());
+  if (s.uring) {
+    EXPECT_EQ(s.buffer_count, 2u);
+    EXPECT_GT(s.peak_buffers_in_use, 0u);
+    EXPECT_LE(s.peak_buffers_in_use, 2u);
+    EXPECT_EQ(s.buffers_in_use, 0u);
+  }
+  EXPECT_EQ(TempFiles(), 0u);
+}
+
+TEST_P(StagerEngineTest, HigherPriorityFirstAndCancelBehindABusySlot) {
+  Start(1, 20000000);
+  HoldTheOnlySlot();
+  std::mutex mu;
+  std::vector<std::string> order;
+  Status cancelled;
+  auto record = [&](const StageOutcome& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (o.status.code() == ECANCELED) cancelled = o.status;
+    if (o.status.ok()) order.push_back(o.path);
+  };
+  for (const char* p : {"low", "normal1", "high", "normal2", "gone"}) Add(p, 1000, 1);
+  stager_->Enqueue("low", Identity("low"), StagePriority::kLow, record);
+  stager_->Enqueue("normal1", Identity("normal1"), StagePriority::kNormal, record);
+  stager_->Enqueue("gone", Identity("gone"), StagePriority::kHigh, record);
+  stager_->Enqueue("high", Identity("high"), StagePriority::kHigh, record);
+  stager_->Enqueue("normal2", Identity("normal2"), StagePriority::kNormal, record);
+  stager_->Cancel("gone");
+  stager_->WaitIdle();
+  EXPECT_EQ(order, (std::vector<std::string>{"high", "normal1", "normal2", "low"}));
+  EXPECT_EQ(cancelled.code(), ECANCELED);
+  EXPECT_FALSE(store_->Contains("gone"));
+  EXPECT_TRUE(store_->Contains("blocker"));
+}
+
+TEST_P(StagerEngineTest, VanishedAndChangedFilesDoNotStopTheOthers) {
+  std::map<std::string, std::string> good;
+  for (int i = 0; i < 12; ++i)
+    good["ok" + std::to_string(i)] = Add("ok" + std::to_string(i), 5000 * i, i);
+  Add("vanished", 1000, 20);
+  FileIdentity vanished = Identity("vanished");
+  ASSERT_EQ(unlink((backing_ + "/vanished").c_str()), 0);
+  Add("changed", 1000, 21);
+  FileIdentity changed = Identity("changed");
+  changed.size += 1;
+  Start(4);
+  std::mutex mu;
+  std::map<std::string, Status> outcomes;
+  auto record = [&](const StageOutcome& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    outcomes[o.path] = o.status;
+  };
+  stager_->Enqueue("vanished", vanished, StagePriority::kHigh, record);
+  stager_->Enqueue("changed", changed, StagePriority::kHigh, record);
+  for (const auto& [p, data] : good)
+    stager_->Enqueue(p, Identity(p), StagePriority::kNormal, record);
+  stager_->WaitIdle();
+  EXPECT_EQ(outcomes["vanished"].code(), ENOENT) << outcomes["vanished"].message();
+  EXPECT_EQ(outcomes["changed"].code(), ESTALE) << outcomes["changed"].message();
+  for (const auto& [p, data] : good) {
+    EXPECT_TRUE(outcomes[p].ok()) << p << ": " << outcomes[p].message();
+    ASSERT_TRUE(store_->Find(p).has_value()) << p;
+    EXPECT_EQ(ReadFile(store_->Find(p)->data_path), data);
+  }
+  EXPECT_EQ(stager_->stats().skipped, 2u);
+  EXPECT_EQ(stager_->stats().failures, 0u);
+  EXPECT_EQ(TempFiles(), 0u);
+}
+
+TEST_P(StagerEngineTest, ShutdownWithManyInFlightIsPromptAndLeavesNoTemps) {
+  for (int i = 0; i < 40; ++i) Add("f" + std::to_string(i), 1 << 20, i);
+  Start(16, 1000);  // 1 kB/s: no copy can finish
+  std::atomic<int> shut{0};
+  for (int i = 0; i < 40; ++i) {
+    std::string p = "f" + std::to_string(i);
+    stager_->Enqueue(p, Identity(p), StagePriority::kNormal, [&](const StageOutcome& o) {
+      if (o.status.code() == ESHUTDOWN) shut.fetch_add(1);
+    });
+  }
+  for (int i = 0; i < 500 && stager_->stats().in_flight < 16; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(stager_->stats().in_flight, 16u);
+  auto start = std::chrono::steady_clock::now();
+  auto done = std::async(std::launch::async, [&] { stager_->Shutdown(); });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+  EXPECT_EQ(shut.load(), 40);
+  EXPECT_EQ(TempFiles(), 0u);
+  EXPECT_EQ(store_->stats().files, 0u);
+  EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothEngines, StagerEngineTest,
+                         ::testing::Values(StageEngine::kUring, StageEngine::kThreads),
+                         [](const ::testing::TestParamInfo<StageEngine>& info) {
+                           return info.param == StageEngine::kUring ? "Uring" : "Threads";
+                         });
 
 }  // namespace
 }  // namespace clairfs

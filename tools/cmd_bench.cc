@@ -13,6 +13,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchMakeDataset(*bench);
   RegisterBenchVerifyDataset(*bench);
   RegisterBenchPfsEmuOverhead(*bench);
+  RegisterBenchStage(*bench);
 }
 
 }  // namespace clairfs::cli

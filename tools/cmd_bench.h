@@ -15,5 +15,7 @@ void RegisterBenchMakeDataset(CLI::App& bench);
 void RegisterBenchVerifyDataset(CLI::App& bench);
 // `clairfs bench pfs-emu-overhead`: the PFS emulator's own cost and its latency overlap.
 void RegisterBenchPfsEmuOverhead(CLI::App& bench);
+// `clairfs bench stage`: the staging engine vs cp -r and rsync -a from the emulated PFS.
+void RegisterBenchStage(CLI::App& bench);
 
 }  // namespace clairfs::cli

@@ -1,0 +1,102 @@
+// UringCopier: the io_uring staging engine behind Stager. Copies many backing files into the
+// content store at once, so that a parallel filesystem's per-open latency (milliseconds) overlaps
+// across files instead of adding up.
+//
+// One thread (the caller of Run()) owns the ring. Per file, in order, as io_uring operations:
+//   OPENAT source -> STATX (identity must equal the expected one) -> [BeginStaging, synchronous:
+//   reserves space, creates the temp file] -> READ/WRITE chunk by chunk -> STATX (identity
+//   unchanged) -> FSYNC temp file -> CLOSE source
+// and then ContentStore::Commit (fsync of the already clean file, rename, directory sync, synced
+// index write) on a small pool of commit threads, so publishing keeps the store's protocol and
+// crash guarantees unchanged and never stalls the ring; concurrent commits group in RocksDB's
+// write path and the file system's journal.
+//
+// Bounds: at most `max_files` files between OPENAT and the end of Commit (open fds, reservations);
+// at most `buffers` chunk buffers of `chunk_size` bytes (a file holds a buffer only between the
+// READ of a chunk and the completion of its WRITE; files waiting for a buffer or for bandwidth
+// tokens hold none). Requests come from the owner through CopierHooks::next (highest priority
+// first, pulled only when a slot is free); bandwidth tokens are taken per chunk without blocking
+// (a file short of tokens waits while the ring keeps completing other operations).
+//
+// Shutdown: once hooks.next reports stopping (or RequestStop()), nothing new starts; operations
+// already submitted complete (each is one open or one chunk), then every unfinished copy is aborted
+// (temp file unlinked, reservation released) and reported as ESHUTDOWN. Run() returns when no file
+// remains.
+//
+// io_uring bypasses the Env seam: the fault-injecting Env cannot see these operations, so Stager
+// uses this engine only with the default Env unless told otherwise.
+//
+// Thread-safety: Create() anywhere; Run() on one thread; Wake() and stats accessors from any
+// thread. Hooks run on the ring thread (next, take_tokens, done for failures before commit) and
+// on commit threads (done after commit); they must not call back into the copier except Wake().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cache/content_store.h"
+#include "cache/node_attr.h"
+#include "planner/status.h"
+
+namespace clairfs {
+
+struct UringCopierOptions {
+  std::string backing_root;
+  int max_files = 64;              // files in flight (open .. published)
+  int buffers = 64;                // chunk buffers in the pool
+  size_t chunk_size = 256 * 1024;  // bytes per READ/WRITE
+  int commit_threads = 4;
+};
+
+struct CopyJob {
+  std::string path;  // relative to the backing root
+  FileIdentity identity;
+};
+
+// How one copy ended. kAlreadyStaged: published meanwhile by someone else (status ok).
+// kSkipped: the backing file is gone, changed, not regular, too large, or the copier is stopping.
+// kFailed: an I/O error (logged).
+enum class CopyResult { kStaged, kAlreadyStaged, kSkipped, kFailed };
+
+struct CopierHooks {
+  enum class Next { kJob, kNone, kStopping };
+  // Fills `job` with the next request to start (called only when a slot is free).
+  std::function<Next(CopyJob* job)> next;
+  // Takes `bytes` of bandwidth tokens now (true) or sets `*wait_ns` to a time worth waiting.
+  std::function<bool(size_t bytes, uint64_t* wait_ns)> take_tokens;
+  // Reports the end of one job (exactly once per job returned by `next`).
+  std::function<void(const CopyJob& job, CopyResult result, uint64_t bytes, const Status& status)>
+      done;
+};
+
+class UringCopier {
+ public:
+  // Sets up the ring (queue depth from max_files) and the buffer pool; ENOSYS/EPERM (or the
+  // errno of io_uring_queue_init) when io_uring is unavailable or lacks an operation we use.
+  static Result<std::unique_ptr<UringCopier>> Create(const UringCopierOptions& options,
+                                                     ContentStore* store, CopierHooks hooks);
+  ~UringCopier();
+  UringCopier(const UringCopier&) = delete;
+  UringCopier& operator=(const UringCopier&) = delete;
+
+  // Runs the ring until hooks.next reported kStopping and every started copy has ended.
+  void Run();
+  // Makes Run() ask hooks.next again (new work, cancellation). Any thread.
+  void Wake();
+  // Makes Run() stop as if hooks.next had said kStopping, even while every slot is busy.
+  void RequestStop();
+
+  // Buffer pool use (the memory bound): now, the most ever, and the pool size.
+  int buffers_in_use() const;
+  int peak_buffers_in_use() const;
+  int buffer_count() const;
+
+ private:
+  struct Impl;
+  explicit UringCopier(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace clairfs
