@@ -15,5 +15,13 @@ void RegisterBenchMakeDataset(CLI::App& bench);
 void RegisterBenchVerifyDataset(CLI::App& bench);
 // `clairfs bench pfs-emu-overhead`: the PFS emulator's own cost and its latency overlap.
 void RegisterBenchPfsEmuOverhead(CLI::App& bench);
+// `clairfs bench smallfile`: small staged files through a mount vs the staged copies.
+void RegisterBenchSmallfile(CLI::App& bench);
+// `clairfs bench bigfile`: sequential and random reads of a big staged file.
+void RegisterBenchBigfile(CLI::App& bench);
+// `clairfs bench manifest`: daemon memory, fds, mount time and stat rate at N entries.
+void RegisterBenchManifest(CLI::App& bench);
+// `clairfs bench epoch`: training epochs over the emulated PFS, clairfs caches and local disk.
+void RegisterBenchEpoch(CLI::App& bench);
 
 }  // namespace clairfs::cli
