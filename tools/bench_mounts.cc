@@ -1,8 +1,12 @@
 // Mounts driven by tools (see bench_mounts.h).
 #include "tools/bench_mounts.h"
 
+#include <signal.h>
+
 #include <cerrno>
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tools/control_client.h"
@@ -17,9 +21,40 @@ Status MountStack::Run(const std::vector<std::string>& argv, const std::string& 
   if (r->exit_code != 0) {
     return Status::Error(EIO, "mounting " + mountpoint + " failed: " + r->err);
   }
-  mounts_.push_back({mountpoint, is_clairfs});
+  Mounted m{mountpoint, is_clairfs, -1};
+  if (is_clairfs) {
+    auto status = MountStatus(mountpoint);
+    if (status.ok()) m.daemon_pid = status->value("pid", -1);
+  }
+  mounts_.push_back(m);
   return Status::Ok();
 }
+
+namespace {
+
+bool IsMountpoint(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, mp;
+    fields >> id >> parent >> dev >> root >> mp;
+    if (mp == path) return true;
+  }
+  return false;
+}
+
+// Waits until `pid` no longer exists; false after `seconds`.
+bool WaitForExit(pid_t pid, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (kill(pid, 0) == 0 || errno != ESRCH) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+}  // namespace
 
 Status MountStack::MountClairfs(const std::string& backing, const std::string& mountpoint,
                                 const std::vector<std::string>& flags) {
@@ -36,10 +71,15 @@ Status MountStack::MountEmulator(const std::string& backing, const std::string& 
 }
 
 Status MountStack::Pop() {
-  auto [mp, is_clairfs] = mounts_.back();
+  const Mounted m = mounts_.back();
   mounts_.pop_back();
-  Result<SubprocessResult> r = is_clairfs ? RunProgram({self_, "umount", mp}, true)
-                                          : RunProgram({"fusermount3", "-u", mp}, true);
+  const std::string& mp = m.mountpoint;
+  Result<SubprocessResult> r = m.is_clairfs ? RunProgram({self_, "umount", mp}, true)
+                                            : RunProgram({"fusermount3", "-u", mp}, true);
+  if (r.ok() && r->exit_code != 0 && m.daemon_pid > 0 && !IsMountpoint(mp) &&
+      WaitForExit(m.daemon_pid, 120)) {
+    return Status::Ok();  // unmounted; the daemon only took longer than umount waits to exit
+  }
   if (!r.ok() || r->exit_code != 0) {
     (void)RunProgram({"fusermount3", "-uz", mp}, true);
     if (!r.ok()) return r.status();

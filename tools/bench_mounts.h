@@ -5,9 +5,14 @@
 // explicitly with Pop()/PopAll() (which report failures) or from the destructor (which only
 // cleans up). A clairfs mount is unmounted with `clairfs umount`, an emulator with
 // `fusermount3 -u`; if that fails, `fusermount3 -uz` detaches it lazily so nothing is left behind.
+// When `clairfs umount` reports the mount gone but the daemon still exiting (it may take a while
+// on a loaded machine), Pop waits up to two minutes for the daemon to exit, so that the next
+// mount of the same cache directory does not find it locked.
 // Thread-safety: a MountStack belongs to one thread; the free functions are independent.
 // Errors: Status values naming the mountpoint and carrying the failing command's stderr.
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 #include <utility>
@@ -42,8 +47,13 @@ class MountStack {
  private:
   Status Run(const std::vector<std::string>& argv, const std::string& mountpoint, bool is_clairfs);
 
+  struct Mounted {
+    std::string mountpoint;
+    bool is_clairfs = false;
+    pid_t daemon_pid = -1;  // clairfs daemon (from status), -1 if unknown
+  };
   std::string self_;
-  std::vector<std::pair<std::string, bool>> mounts_;  // mountpoint, is_clairfs
+  std::vector<Mounted> mounts_;
 };
 
 // The daemon's `status` reply (see fs/status_report.h).
