@@ -8,12 +8,18 @@ namespace clairfs::cli {
 
 void RegisterBench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand(
-      "bench", "Benchmark instruments: synthetic datasets, PFS emulator overhead, ...");
+      "bench",
+      "Benchmark instruments: synthetic datasets, PFS emulator overhead, small and big files, "
+      "manifest scale, training epochs");
   bench->require_subcommand(1);
   RegisterBenchMakeDataset(*bench);
   RegisterBenchVerifyDataset(*bench);
   RegisterBenchPfsEmuOverhead(*bench);
   RegisterBenchStage(*bench);
+  RegisterBenchSmallfile(*bench);
+  RegisterBenchBigfile(*bench);
+  RegisterBenchManifest(*bench);
+  RegisterBenchEpoch(*bench);
 }
 
 }  // namespace clairfs::cli

@@ -17,5 +17,13 @@ void RegisterBenchVerifyDataset(CLI::App& bench);
 void RegisterBenchPfsEmuOverhead(CLI::App& bench);
 // `clairfs bench stage`: the staging engine vs cp -r and rsync -a from the emulated PFS.
 void RegisterBenchStage(CLI::App& bench);
+// `clairfs bench smallfile`: small staged files through a mount vs the staged copies.
+void RegisterBenchSmallfile(CLI::App& bench);
+// `clairfs bench bigfile`: sequential and random reads of a big staged file.
+void RegisterBenchBigfile(CLI::App& bench);
+// `clairfs bench manifest`: daemon memory, fds, mount time and stat rate at N entries.
+void RegisterBenchManifest(CLI::App& bench);
+// `clairfs bench epoch`: training epochs over the emulated PFS, clairfs caches and local disk.
+void RegisterBenchEpoch(CLI::App& bench);
 
 }  // namespace clairfs::cli

@@ -10,17 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <thread>
 
 #include "planner/synthetic_dataset.h"
 #include "planner/units.h"
+#include "tools/bench_mounts.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
-#include "tools/control_client.h"
 #include "tools/dataset_writer.h"
 #include "tools/progress_meter.h"
 #include "tools/read_workload.h"
@@ -38,40 +36,6 @@ struct DemoArgs {
   bool no_emulation = false;
 };
 
-// Unmounts what the demo mounted, in reverse order, whatever happens.
-class MountStack {
- public:
-  explicit MountStack(std::string self) : self_(std::move(self)) {}
-  ~MountStack() { (void)PopAll(); }
-  void Push(const std::string& mountpoint, bool is_clairfs) {
-    mounts_.push_back({mountpoint, is_clairfs});
-  }
-  Status PopAll() {
-    Status first;
-    while (!mounts_.empty()) {
-      Status st = Pop();
-      if (first.ok() && !st.ok()) first = st;
-    }
-    return first;
-  }
-  Status Pop() {
-    auto [mp, is_clairfs] = mounts_.back();
-    mounts_.pop_back();
-    Result<SubprocessResult> r = is_clairfs ? RunProgram({self_, "umount", mp}, true)
-                                            : RunProgram({"fusermount3", "-u", mp}, true);
-    if (!r.ok()) return r.status();
-    if (r->exit_code != 0) {
-      (void)RunProgram({"fusermount3", "-uz", mp}, true);
-      return Status::Error(EIO, "unmounting " + mp + " failed: " + r->err);
-    }
-    return Status::Ok();
-  }
-
- private:
-  std::string self_;
-  std::vector<std::pair<std::string, bool>> mounts_;
-};
-
 // A seeded Fisher-Yates shuffle on SplitMix64 (deterministic on every platform).
 std::vector<SyntheticFile> Shuffled(std::vector<SyntheticFile> files, uint64_t seed) {
   uint64_t state = seed;
@@ -83,35 +47,6 @@ std::vector<SyntheticFile> Shuffled(std::vector<SyntheticFile> files, uint64_t s
   };
   for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[next() % i]);
   return files;
-}
-
-Result<nlohmann::json> MountStatus(const std::string& mountpoint) {
-  auto client = ControlClient::Connect(mountpoint);
-  if (!client.ok()) return client.status();
-  return client->Call({{"op", "status"}});
-}
-
-Status WaitStagingIdle(const std::string& mountpoint) {
-  for (int i = 0; i < 6000; ++i) {
-    auto s = MountStatus(mountpoint);
-    if (!s.ok()) return s.status();
-    if ((*s)["staging"].value("queued", 1) == 0 && (*s)["staging"].value("in_flight", 1) == 0) {
-      return Status::Ok();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return Status::Error(ETIMEDOUT, "staging did not finish in 10 minutes");
-}
-
-Status Mount(const std::vector<std::string>& argv, MountStack* stack, const std::string& mountpoint,
-             bool is_clairfs) {
-  auto r = RunProgram(argv, true);
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) {
-    return Status::Error(EIO, "mounting " + mountpoint + " failed: " + r->err);
-  }
-  stack->Push(mountpoint, is_clairfs);
-  return Status::Ok();
 }
 
 struct EpochRow {
@@ -178,17 +113,15 @@ int RunDemo(const DemoArgs& a) {
     MountStack stack(*self);
     std::string backing = dataset;
     if (!a.no_emulation) {
-      Status st =
-          Mount({*self, "pfs-emu", dataset, pfs, "--open-latency", "2", "--bandwidth", "200"},
-                &stack, pfs, false);
+      Status st = stack.MountEmulator(dataset, pfs, {"--open-latency", "2", "--bandwidth", "200"});
       if (!st.ok()) return Fail("demo", st);
       backing = pfs;
       printf("2. backing store: the dataset behind the PFS emulator (2 ms per open, 200 MB/s)\n");
     } else {
       printf("2. backing store: the dataset directory itself (no emulation)\n");
     }
-    std::vector<std::string> mount_argv = {*self, "mount", backing, mnt, "--cache", cache};
-    Status st = Mount(mount_argv, &stack, mnt, true);
+    const std::vector<std::string> mount_flags = {"--cache", cache};
+    Status st = stack.MountClairfs(backing, mnt, mount_flags);
     if (!st.ok()) return Fail("demo", st);
     printf("3. mounted clairfs at %s (cache %s)\n", mnt.c_str(), cache.c_str());
     std::vector<EpochRow> rows;
@@ -203,7 +136,7 @@ int RunDemo(const DemoArgs& a) {
         // Let read-through staging finish, then remount: the mount's page cache is gone.
         st = WaitStagingIdle(mnt);
         if (st.ok()) st = stack.Pop();
-        if (st.ok()) st = Mount(mount_argv, &stack, mnt, true);
+        if (st.ok()) st = stack.MountClairfs(backing, mnt, mount_flags);
         if (!st.ok()) return Fail("demo", st);
         printf("   staged, unmounted and mounted again\n");
       }

@@ -1,0 +1,114 @@
+// Helpers shared by the bench instruments (see bench_support.h).
+#include "tools/bench_support.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace clairfs {
+
+BenchWorkDir::~BenchWorkDir() {
+  if (remove_) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+Status BenchWorkDir::Init(const std::string& requested, const std::string& name, bool keep) {
+  if (!requested.empty()) {
+    path_ = requested;
+    std::error_code ec;
+    std::filesystem::create_directories(path_, ec);
+    if (ec) return Status::FromErrno(ec.value(), "mkdir " + path_);
+    return Status::Ok();
+  }
+  const char* base = getenv("TMPDIR");
+  std::string templ =
+      std::string(base && *base ? base : "/tmp") + "/clairfs-bench-" + name + "-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp " + templ);
+  path_ = templ;
+  remove_ = !keep;
+  return Status::Ok();
+}
+
+Result<std::string> BenchWorkDir::Subdir(const std::string& name) const {
+  std::string dir = path_ + "/" + name;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::FromErrno(ec.value(), "mkdir " + dir);
+  return dir;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+Result<std::vector<SyntheticFile>> ListRegularFiles(const std::string& root) {
+  std::vector<SyntheticFile> files;
+  std::error_code ec;
+  std::filesystem::recursive_directory_iterator it(root, ec), end;
+  if (ec) return Status::FromErrno(ec.value(), "listing " + root);
+  for (; it != end; it.increment(ec)) {
+    if (ec) return Status::FromErrno(ec.value(), "listing " + root);
+    if (!it->is_regular_file(ec)) continue;
+    SyntheticFile f;
+    f.relpath = std::filesystem::relative(it->path(), root, ec).string();
+    f.size = it->file_size(ec);
+    if (ec) return Status::FromErrno(ec.value(), "stat " + it->path().string());
+    files.push_back(std::move(f));
+  }
+  std::sort(files.begin(), files.end(),
+            [](const SyntheticFile& a, const SyntheticFile& b) { return a.relpath < b.relpath; });
+  return files;
+}
+
+Result<ProcessStats> ReadProcessStats(pid_t pid) {
+  ProcessStats stats;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::ifstream status(proc + "/status");
+  if (!status) return Status::Error(ENOENT, "cannot read " + proc + "/status");
+  std::string line;
+  bool found = false;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      std::istringstream in(line.substr(6));
+      uint64_t kib = 0;
+      in >> kib;
+      stats.rss_bytes = kib * 1024;
+      found = true;
+    }
+  }
+  if (!found) return Status::Error(ENOENT, "no VmRSS in " + proc + "/status");
+  DIR* dir = opendir((proc + "/fd").c_str());
+  if (dir == nullptr) return Status::FromErrno(errno, "opendir " + proc + "/fd");
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') ++stats.open_fds;
+  }
+  closedir(dir);
+  return stats;
+}
+
+Result<std::vector<int>> ParseIntList(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    long v = strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 1 || v > 100000) {
+      return Status::Invalid(
+          what + ": expected a comma-separated list of positive integers, got '" + text + "'");
+    }
+    out.push_back(static_cast<int>(v));
+  }
+  if (out.empty()) return Status::Invalid(what + ": empty list");
+  return out;
+}
+
+}  // namespace clairfs

@@ -1,0 +1,52 @@
+// Small helpers shared by the `clairfs bench` instruments: a work directory that is removed
+// unless kept, medians, the files below a directory, and a process's memory and fd counts.
+//
+// Thread-safety: values and pure functions; BenchWorkDir belongs to one thread.
+// Errors: Status values naming the path.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/status.h"
+#include "planner/synthetic_dataset.h"
+
+namespace clairfs {
+
+// A work directory: `requested` if given (kept), else a fresh $TMPDIR/clairfs-bench-NAME-XXXXXX
+// removed on destruction unless `keep`.
+class BenchWorkDir {
+ public:
+  BenchWorkDir() = default;
+  ~BenchWorkDir();
+  BenchWorkDir(const BenchWorkDir&) = delete;
+  BenchWorkDir& operator=(const BenchWorkDir&) = delete;
+  Status Init(const std::string& requested, const std::string& name, bool keep);
+  const std::string& path() const { return path_; }
+  // Creates path()/name (and parents) and returns it.
+  Result<std::string> Subdir(const std::string& name) const;
+
+ private:
+  std::string path_;
+  bool remove_ = false;
+};
+
+// The median (upper middle for an even count); 0 for none.
+double Median(std::vector<double> values);
+
+// Every regular file below `root` (recursively), as relpath + size, sorted by relpath.
+Result<std::vector<SyntheticFile>> ListRegularFiles(const std::string& root);
+
+struct ProcessStats {
+  uint64_t rss_bytes = 0;  // VmRSS of /proc/PID/status
+  uint64_t open_fds = 0;   // entries of /proc/PID/fd
+};
+Result<ProcessStats> ReadProcessStats(pid_t pid);
+
+// "1,2,4" -> {1, 2, 4}; EINVAL names `what` for anything else.
+Result<std::vector<int>> ParseIntList(const std::string& text, const std::string& what);
+
+}  // namespace clairfs

@@ -1,0 +1,286 @@
+// `clairfs bench smallfile`: open+read+close of many small staged files through a clairfs mount
+// vs reading the staged copies directly from the cache directory, plus stat of every file and
+// listing of every directory through the mount vs on the backing directory.
+//
+// Method: a synthetic image-folder tree of --files files of --size bytes is written to a local
+// backing directory and mounted with clairfs (read-through). One verified read through the mount
+// stages every file; after staging is idle, CACHE/data/** holds exactly the copies the mount
+// serves. A warm-up pass reads both sides once (every page cache warm), then for each --threads
+// value both sides are read alternately --repeat times and the medians compared (ratio = direct
+// time / mount time, 1.0 = as fast as the copies). Each --read-mode gets its own mount over the
+// same cache. Output: a table, or one JSON object with --json. Exit codes 0, 1 failed, 2 usage.
+// Every mount is unmounted on every path; the work directory is removed unless --keep or --dir.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/synthetic_dataset.h"
+#include "planner/units.h"
+#include "tools/bench_mounts.h"
+#include "tools/bench_support.h"
+#include "tools/cli.h"
+#include "tools/cmd_bench.h"
+#include "tools/dataset_writer.h"
+#include "tools/read_workload.h"
+#include "tools/subprocess.h"
+
+namespace clairfs::cli {
+namespace {
+
+constexpr const char* kCommand = "bench smallfile";
+
+struct SmallfileArgs {
+  std::string dir;
+  uint64_t files = 6000;
+  std::string size = "110K";
+  std::string threads = "1,2";
+  int repeat = 5;
+  std::string read_mode = "both";
+  bool quick = false;
+  bool keep = false;
+  bool json = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// stat(2) of root/<relpath> for every file; seconds taken.
+Result<double> StatAll(const std::string& root, const std::vector<SyntheticFile>& files) {
+  auto start = Clock::now();
+  for (const auto& f : files) {
+    struct stat st {};
+    std::string path = root + "/" + f.relpath;
+    if (stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+    if (static_cast<uint64_t>(st.st_size) != f.size) {
+      return Status::Error(EILSEQ, "stat " + path + ": wrong size");
+    }
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// opendir+readdir+closedir of root/<dir> for every directory; seconds taken. `entries` counts
+// the names seen (without . and ..).
+Result<double> ListAll(const std::string& root, const std::vector<std::string>& dirs,
+                       uint64_t* entries) {
+  auto start = Clock::now();
+  *entries = 0;
+  for (const auto& d : dirs) {
+    std::string path = d.empty() ? root : root + "/" + d;
+    DIR* dir = opendir(path.c_str());
+    if (dir == nullptr) return Status::FromErrno(errno, "opendir " + path);
+    while (dirent* e = readdir(dir)) {
+      if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..") ++*entries;
+    }
+    closedir(dir);
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+nlohmann::json Pair(const std::vector<double>& direct, const std::vector<double>& mount) {
+  double d = Median(direct), m = Median(mount);
+  return {{"direct_seconds", d}, {"mount_seconds", m}, {"ratio", m > 0 ? d / m : 0.0}};
+}
+
+Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
+  auto size = ParseSize(args.size);
+  if (!size.ok()) return size.status().WithContext("--size");
+  auto thread_counts = ParseIntList(args.threads, "--threads");
+  if (!thread_counts.ok()) return thread_counts.status();
+  std::vector<std::string> modes;
+  if (args.read_mode == "both") {
+    modes = {"pread", "splice"};
+  } else if (args.read_mode == "pread" || args.read_mode == "splice") {
+    modes = {args.read_mode};
+  } else {
+    return Status::Invalid("--read-mode: expected pread, splice or both");
+  }
+  auto self = SelfExecutable();
+  if (!self.ok()) return self.status();
+
+  BenchWorkDir work;
+  CLAIRFS_RETURN_IF_ERROR(work.Init(args.dir, "smallfile", args.keep));
+  auto backing = work.Subdir("backing");
+  if (!backing.ok()) return backing.status();
+  auto mnt = work.Subdir("mnt");
+  if (!mnt.ok()) return mnt.status();
+  const std::string cache = work.path() + "/cache";
+
+  SyntheticSpec spec;
+  spec.files = args.files;
+  spec.classes = std::max<uint64_t>(1, args.files / 100);
+  spec.sizes.kind = SyntheticSizes::Kind::kFixed;
+  spec.sizes.fixed_bytes = *size;
+  auto files = PlanSyntheticDataset(spec);
+  if (!files.ok()) return files.status();
+  auto written = WriteSyntheticDataset(*backing, *files, {});
+  if (!written.ok()) return written.status();
+  const uint64_t expected = TotalSize(*files);
+  std::set<std::string> dir_set = {""};
+  for (const auto& f : *files) {
+    auto slash = f.relpath.rfind('/');
+    if (slash != std::string::npos) dir_set.insert(f.relpath.substr(0, slash));
+  }
+  const std::vector<std::string> dirs(dir_set.begin(), dir_set.end());
+
+  auto check_bytes = [&](const ReadResult& r, const char* what) -> Status {
+    if (r.bytes != expected) {
+      return Status::Error(EILSEQ, std::string(what) + ": read " + std::to_string(r.bytes) +
+                                       " bytes, expected " + std::to_string(expected));
+    }
+    return Status::Ok();
+  };
+
+  nlohmann::json mode_results = nlohmann::json::array();
+  MountStack stack(*self);
+  for (size_t m = 0; m < modes.size(); ++m) {
+    std::vector<std::string> flags = {"--cache", cache, "--read-mode", modes[m]};
+    if (m > 0) flags.insert(flags.end(), {"--manifest", "reuse"});
+    CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(*backing, *mnt, flags));
+    if (m == 0) {
+      // Stage everything: one verified read, then wait for read-through staging to finish.
+      auto staged = ReadFiles(*mnt, *files, 2, /*verify=*/true);
+      if (!staged.ok()) return staged.status().WithContext("first read through the mount");
+      CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(*mnt));
+    }
+    auto copies = ListRegularFiles(cache + "/data");
+    if (!copies.ok()) return copies.status();
+    if (copies->size() != files->size() || TotalSize(*copies) != expected) {
+      return Status::Error(EIO, "the cache holds " + std::to_string(copies->size()) +
+                                    " copies of " + FormatBytes(TotalSize(*copies)) +
+                                    ", expected " + std::to_string(files->size()) + " of " +
+                                    FormatBytes(expected));
+    }
+    // Warm-up: every page cache (the copies' and the mount's) holds what is read below.
+    auto warm_mount = ReadFiles(*mnt, *files, 2, /*verify=*/true);
+    if (!warm_mount.ok()) return warm_mount.status().WithContext("warm-up through the mount");
+    auto warm_direct = ReadFiles(cache + "/data", *copies, 2, false);
+    if (!warm_direct.ok()) return warm_direct.status();
+
+    nlohmann::json reads = nlohmann::json::array();
+    for (int threads : *thread_counts) {
+      std::vector<double> direct, mount;
+      for (int r = 0; r < args.repeat; ++r) {
+        auto d = ReadFiles(cache + "/data", *copies, threads, false);
+        if (!d.ok()) return d.status();
+        CLAIRFS_RETURN_IF_ERROR(check_bytes(*d, "direct read of the copies"));
+        auto t = ReadFiles(*mnt, *files, threads, false);
+        if (!t.ok()) return t.status();
+        CLAIRFS_RETURN_IF_ERROR(check_bytes(*t, "read through the mount"));
+        direct.push_back(d->seconds);
+        mount.push_back(t->seconds);
+      }
+      nlohmann::json row = Pair(direct, mount);
+      row["threads"] = threads;
+      row["direct_bytes"] = expected;
+      row["mount_bytes"] = expected;
+      reads.push_back(row);
+    }
+    std::vector<double> stat_direct, stat_mount, list_direct, list_mount;
+    uint64_t entries_direct = 0, entries_mount = 0;
+    for (int r = 0; r < args.repeat; ++r) {
+      auto sd = StatAll(*backing, *files);
+      if (!sd.ok()) return sd.status();
+      auto sm = StatAll(*mnt, *files);
+      if (!sm.ok()) return sm.status();
+      auto ld = ListAll(*backing, dirs, &entries_direct);
+      if (!ld.ok()) return ld.status();
+      auto lm = ListAll(*mnt, dirs, &entries_mount);
+      if (!lm.ok()) return lm.status();
+      stat_direct.push_back(*sd);
+      stat_mount.push_back(*sm);
+      list_direct.push_back(*ld);
+      list_mount.push_back(*lm);
+    }
+    if (entries_direct != entries_mount) {
+      return Status::Error(EILSEQ, "listing through the mount saw " +
+                                       std::to_string(entries_mount) + " entries, the backing " +
+                                       std::to_string(entries_direct));
+    }
+    auto status = MountStatus(*mnt);
+    if (!status.ok()) return status.status();
+    nlohmann::json result = {{"read_mode", modes[m]},
+                             {"read", reads},
+                             {"stat", Pair(stat_direct, stat_mount)},
+                             {"list", Pair(list_direct, list_mount)},
+                             {"list_entries", entries_mount},
+                             {"hits", (*status)["hits"]},
+                             {"misses", (*status)["misses"]},
+                             {"opens", (*status)["opens"]},
+                             {"bytes_from_cache", (*status)["bytes_from_cache"]},
+                             {"bytes_from_backing", (*status)["bytes_from_backing"]},
+                             {"staged_files", (*status)["staged_files"]}};
+    mode_results.push_back(result);
+    CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+  }
+  *out = {{"files", files->size()},     {"file_size", *size},    {"directories", dirs.size()},
+          {"bytes_expected", expected}, {"repeat", args.repeat}, {"modes", mode_results}};
+  return Status::Ok();
+}
+
+void PrintTable(const nlohmann::json& r) {
+  printf("smallfile: %llu staged files of %s, open+read+close, page caches warm, median of %d\n",
+         static_cast<unsigned long long>(r["files"]), FormatBytes(r["file_size"]).c_str(),
+         static_cast<int>(r["repeat"]));
+  printf("%-8s %-22s %12s %12s %8s\n", "mode", "workload", "direct", "through mount", "ratio");
+  for (const auto& m : r["modes"]) {
+    std::string mode = m["read_mode"];
+    auto line = [&](const std::string& what, const nlohmann::json& p) {
+      printf("%-8s %-22s %10.3f s %10.3f s %7.2fx\n", mode.c_str(), what.c_str(),
+             static_cast<double>(p["direct_seconds"]), static_cast<double>(p["mount_seconds"]),
+             static_cast<double>(p["ratio"]));
+    };
+    for (const auto& row : m["read"]) {
+      line("read, " + std::to_string(static_cast<int>(row["threads"])) + " thread(s)", row);
+    }
+    line("stat every file", m["stat"]);
+    line("list every directory", m["list"]);
+  }
+  printf(
+      "(read: direct = the staged copies in CACHE/data; stat, list: direct = the backing "
+      "directory)\n");
+}
+
+}  // namespace
+
+void RegisterBenchSmallfile(CLI::App& bench) {
+  auto args = std::make_shared<SmallfileArgs>();
+  CLI::App* cmd = AddCommand(
+      &bench, "smallfile",
+      "Open+read+close of small staged files through a clairfs mount vs the staged copies, and "
+      "stat/listing through the mount vs the backing directory, side by side");
+  cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
+  cmd->add_option("--files", args->files, "Files (default 6000; --quick 1000)");
+  cmd->add_option("--size", args->size, "Size of each file (default 110K)");
+  cmd->add_option("--threads", args->threads, "Reader thread counts, e.g. 1,2 (default 1,2)");
+  cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 5)")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--read-mode", args->read_mode, "pread, splice or both (default both)");
+  cmd->add_flag("--quick", args->quick, "Fewer files and repetitions (1000 files, 3 runs)");
+  cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");
+  cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->callback([args, cmd]() {
+    SmallfileArgs a = *args;
+    if (a.quick) {
+      if (cmd->count("--files") == 0) a.files = 1000;
+      if (cmd->count("--repeat") == 0) a.repeat = 3;
+    }
+    nlohmann::json result;
+    Status status = Measure(a, &result);
+    if (!status.ok()) {
+      fprintf(stderr, "clairfs %s: %s\n", kCommand, status.message().c_str());
+      return SetExitCode(status.code() == EINVAL ? kExitUsage : kExitFailed);
+    }
+    if (a.json) {
+      printf("%s\n", result.dump().c_str());
+    } else {
+      PrintTable(result);
+    }
+    SetExitCode(kExitOk);
+  });
+}
+
+}  // namespace clairfs::cli
