@@ -272,8 +272,7 @@ void RegisterBenchPfsEmuOverhead(CLI::App& bench) {
     nlohmann::json result;
     Status status = Measure(*args, &result);
     if (!status.ok()) {
-      fprintf(stderr, "clairfs %s: %s\n", kCommand, status.message().c_str());
-      return SetExitCode(status.code() == EINVAL ? kExitUsage : kExitFailed);
+      return SetExitCode(Fail(kCommand, status));
     }
     if (args->json) {
       printf("%s\n", result.dump().c_str());

@@ -271,8 +271,7 @@ void RegisterBenchSmallfile(CLI::App& bench) {
     nlohmann::json result;
     Status status = Measure(a, &result);
     if (!status.ok()) {
-      fprintf(stderr, "clairfs %s: %s\n", kCommand, status.message().c_str());
-      return SetExitCode(status.code() == EINVAL ? kExitUsage : kExitFailed);
+      return SetExitCode(Fail(kCommand, status));
     }
     if (a.json) {
       printf("%s\n", result.dump().c_str());

@@ -379,8 +379,7 @@ void RegisterBenchStage(CLI::App& bench) {
     Status status = Measure(a, work, &result);
     if (remove) (void)RemoveAll(work);
     if (!status.ok()) {
-      fprintf(stderr, "clairfs %s: %s\n", kCommand, status.message().c_str());
-      return SetExitCode(status.code() == EINVAL ? kExitUsage : kExitFailed);
+      return SetExitCode(Fail(kCommand, status));
     }
     if (a.json) {
       printf("%s\n", result.dump().c_str());
