@@ -25,9 +25,11 @@
 #include "cache/index_db.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
+#include "fs/admin_handlers.h"
 #include "fs/control_server.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
+#include "fs/metrics_writer.h"
 #include "fs/status_report.h"
 #include "planner/log.h"
 #include "planner/units.h"
@@ -145,6 +147,7 @@ struct Daemon {
   std::unique_ptr<FileSystem> fs;
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<FuseAdapter> adapter;
+  std::unique_ptr<MetricsWriter> metrics;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
@@ -208,6 +211,8 @@ Status StartDaemon(Daemon* d) {
       d->control.get(),
       StatusSources{&d->options, d->paths.backing, d->paths.mountpoint, d->paths.cache,
                     d->manifest.get(), d->store.get(), d->stager.get(), d->fs.get(), d->started});
+  RegisterAdminHandlers(d->control.get(), AdminSources{d->paths.mountpoint, d->manifest.get(),
+                                                       d->store.get(), d->stager.get()});
   Status control = d->control->Start();
   if (!control.ok()) {
     Log(LogLevel::kWarn,
@@ -229,10 +234,19 @@ Status StartDaemon(Daemon* d) {
   if (!adapter.ok()) return adapter.status();
   d->adapter = std::move(*adapter);
   CLAIRFS_RETURN_IF_ERROR(d->adapter->Mount(d->paths.mountpoint));
+  if (!d->options.metrics_file.empty()) {
+    StatusSources sources{&d->options,     d->paths.backing,  d->paths.mountpoint,
+                          d->paths.cache,  d->manifest.get(), d->store.get(),
+                          d->stager.get(), d->fs.get(),       d->started};
+    d->metrics = std::make_unique<MetricsWriter>(d->options.metrics_file, d->paths.mountpoint,
+                                                 [sources] { return BuildStatus(sources); });
+    CLAIRFS_RETURN_IF_ERROR(d->metrics->Start());
+  }
   return d->adapter->InstallSignalHandlers();
 }
 
 void StopDaemon(Daemon* d) {
+  d->metrics.reset();  // stops the writer thread and removes the file
   if (d->control) d->control->Stop();
   if (d->stager) d->stager->Shutdown();
   if (d->adapter) {
@@ -305,6 +319,12 @@ int RunMountDaemon(MountOptions options) {
   if (!valid.ok()) {
     fprintf(stderr, "clairfs mount: %s\n", valid.message().c_str());
     return 2;
+  }
+  if (!options.metrics_file.empty() && options.metrics_file[0] != '/') {
+    // The daemon runs in "/" after forking.
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr)
+      options.metrics_file = cwd + ("/" + options.metrics_file);
   }
   auto paths = CheckPaths(options);
   if (!paths.ok()) {

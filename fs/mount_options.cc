@@ -97,6 +97,9 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   } else if (k == "log_file") {
     if (!has_value || value.empty()) return need_value();
     o->log_file = value;
+  } else if (k == "metrics_file") {
+    if (!has_value || value.empty()) return need_value();
+    o->metrics_file = value;
   } else if (k == "allow_other") {
     o->allow_other = true;
   } else if (k == "suid") {

@@ -5,8 +5,9 @@ namespace clairfs::cli {
 
 void RegisterAllCommands(CLI::App& app) {
   static const RegisterFn kCommands[] = {
-      RegisterMount,  RegisterUmount, RegisterStatus,  RegisterFsck, RegisterBench,
-      RegisterPfsEmu, RegisterDemo,   RegisterDarshan, RegisterPlan,
+      RegisterMount, RegisterUmount,  RegisterStatus, RegisterStage, RegisterLs,
+      RegisterEvict, RegisterPin,     RegisterFsck,   RegisterBench, RegisterPfsEmu,
+      RegisterDemo,  RegisterDarshan, RegisterPlan,
   };
   for (RegisterFn fn : kCommands) fn(app);
 }

@@ -18,6 +18,10 @@ void RegisterPfsEmu(CLI::App& app);
 void RegisterDemo(CLI::App& app);
 void RegisterDarshan(CLI::App& app);
 void RegisterPlan(CLI::App& app);
+void RegisterStage(CLI::App& app);
+void RegisterLs(CLI::App& app);
+void RegisterEvict(CLI::App& app);
+void RegisterPin(CLI::App& app);  // pin and unpin
 
 // Adds every subcommand in the table to `app`.
 void RegisterAllCommands(CLI::App& app);
