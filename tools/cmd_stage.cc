@@ -6,12 +6,16 @@
 // copies dropped, stager) and serves the same two ops in-process, so both modes share validation,
 // expansion and progress reporting. A later mount on that cache finds the copies staged: its own
 // listing yields the same identities as long as the backing files did not change.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "cache/cache_dir.h"
