@@ -49,7 +49,7 @@ int CountMismatches(const std::string& mnt, const std::map<std::string, std::str
 CommandResult Cli(const std::vector<std::string>& args, int timeout = 120) {
   std::vector<std::string> argv = {ClairfsBin()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return Run(argv, timeout);
+  return clairfs::testing::Run(argv, timeout);
 }
 
 json ParseJson(const std::string& text) {
@@ -335,7 +335,8 @@ TEST_F(AdminTest, MalformedRequestsGetErrorsAndReadsContinue) {
 
 TEST_F(AdminTest, NonOwnerMayReadStatusAndLsButNotChangeTheCache) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run commands as nobody";
-  if (Run({"sh", "-c", "command -v setpriv"}).exit_code != 0) GTEST_SKIP() << "no setpriv";
+  if (clairfs::testing::Run({"sh", "-c", "command -v setpriv"}).exit_code != 0)
+    GTEST_SKIP() << "no setpriv";
   auto files = MakeTree(backing_, 5, 10000, 6);
   chmod(dir_.path().c_str(), 0755);
   for (const auto& p : ListFilesRecursive(backing_)) {
@@ -348,7 +349,7 @@ TEST_F(AdminTest, NonOwnerMayReadStatusAndLsButNotChangeTheCache) {
     std::vector<std::string> argv = {"setpriv", "--reuid=nobody", "--regid=nogroup",
                                      "--clear-groups", ClairfsBin()};
     argv.insert(argv.end(), args.begin(), args.end());
-    return Run(argv, 60);
+    return clairfs::testing::Run(argv, 60);
   };
   CommandResult r = as_nobody({"status", mnt_, "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

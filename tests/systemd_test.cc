@@ -39,7 +39,7 @@ bool InCi() {
 }
 
 bool HaveTool(const std::string& tool) {
-  return Run({"sh", "-c", "command -v " + tool}).exit_code == 0;
+  return clairfs::testing::Run({"sh", "-c", "command -v " + tool}).exit_code == 0;
 }
 
 // Skips (or fails under CI=true, where .ci/install-deps installs it) when `tool` is missing.
@@ -185,8 +185,9 @@ TEST_F(SystemdTest, UnitPassesSystemdAnalyzeVerify) {
   WriteFile(units + "/clairfs@.service", Configure("systemd/clairfs@.service.in", config_));
   WriteFile(config_ + "/test.conf", "BACKING=" + backing_ + "\nMOUNTPOINT=" + mnt_ +
                                         "\nCACHE=" + cache_ + "\nCAPACITY=10M\nOPTIONS=\n");
-  CommandResult r = Run({"systemd-analyze", "verify", "--man=no", units + "/clairfs@test.service"},
-                        120, {"SYSTEMD_UNIT_PATH=" + units + ":"});
+  CommandResult r = clairfs::testing::Run(
+      {"systemd-analyze", "verify", "--man=no", units + "/clairfs@test.service"}, 120,
+      {"SYSTEMD_UNIT_PATH=" + units + ":"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   // Any complaint about our unit is a failure, even when verify exits 0.
   EXPECT_EQ((r.out + r.err).find("clairfs@"), std::string::npos) << r.out << r.err;
@@ -202,7 +203,7 @@ TEST_F(SystemdTest, UnitExecLinesMountNotifyAndUnmount) {
 
   std::vector<std::string> pre = ExecLine(unit, "ExecStartPre", env);
   ASSERT_FALSE(pre.empty());
-  CommandResult r = Run(pre);
+  CommandResult r = clairfs::testing::Run(pre);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(fsys::is_directory(mnt_));
 
@@ -232,7 +233,7 @@ TEST_F(SystemdTest, UnitExecLinesMountNotifyAndUnmount) {
 
   std::vector<std::string> stop = ExecLine(unit, "ExecStop", env);
   ASSERT_FALSE(stop.empty());
-  r = Run(stop);
+  r = clairfs::testing::Run(stop);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(WaitExit(pid, 60), 0);
   EXPECT_FALSE(IsFuseMounted(mnt_));
@@ -248,15 +249,15 @@ TEST_F(SystemdTest, MountHelperMountsAsMount8CallsIt) {
                      "x-systemd.requires-mounts-for=/x";
   MountGuard guard(mnt_);
   // -f (fake) does nothing; bad usage is exit 2.
-  EXPECT_EQ(Run({helper, backing_, mnt_, "-fv", "-o", opts}).exit_code, 0);
+  EXPECT_EQ(clairfs::testing::Run({helper, backing_, mnt_, "-fv", "-o", opts}).exit_code, 0);
   EXPECT_FALSE(IsFuseMounted(mnt_));
-  EXPECT_EQ(Run({helper, backing_}).exit_code, 2);
+  EXPECT_EQ(clairfs::testing::Run({helper, backing_}).exit_code, 2);
 
-  CommandResult r = Run({helper, backing_, mnt_, "-n", "-o", opts});
+  CommandResult r = clairfs::testing::Run({helper, backing_, mnt_, "-n", "-o", opts});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(IsFuseMounted(mnt_));
   EXPECT_TRUE(AllByteExact(mnt_, files_));
-  ASSERT_EQ(Run({ClairfsBin(), "umount", mnt_}).exit_code, 0);
+  ASSERT_EQ(clairfs::testing::Run({ClairfsBin(), "umount", mnt_}).exit_code, 0);
   EXPECT_FALSE(IsFuseMounted(mnt_));
 
   // Through mount(8) itself, when we may put the helper where it looks (and nothing is there).
@@ -266,18 +267,19 @@ TEST_F(SystemdTest, MountHelperMountsAsMount8CallsIt) {
   }
   fsys::copy_file(helper, "/sbin/mount.clairfs");
   chmod("/sbin/mount.clairfs", 0755);
-  r = Run({"mount", "-t", "clairfs", backing_, mnt_, "-o", opts});
+  r = clairfs::testing::Run({"mount", "-t", "clairfs", backing_, mnt_, "-o", opts});
   fsys::remove("/sbin/mount.clairfs");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(IsFuseMounted(mnt_));
   EXPECT_TRUE(AllByteExact(mnt_, files_));
-  EXPECT_EQ(Run({ClairfsBin(), "umount", mnt_}).exit_code, 0);
+  EXPECT_EQ(clairfs::testing::Run({ClairfsBin(), "umount", mnt_}).exit_code, 0);
 }
 
 TEST_F(SystemdTest, SlurmScriptsPassShellcheck) {
   REQUIRE_TOOL("shellcheck");
-  CommandResult r = Run({"shellcheck", "systemd/slurm/clairfs-prolog.sh",
-                         "systemd/slurm/clairfs-epilog.sh", "systemd/mount.clairfs.in"});
+  CommandResult r =
+      clairfs::testing::Run({"shellcheck", "systemd/slurm/clairfs-prolog.sh",
+                             "systemd/slurm/clairfs-epilog.sh", "systemd/mount.clairfs.in"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
@@ -292,11 +294,11 @@ TEST_F(SystemdTest, SlurmPrologStagesAndEpilogReports) {
                                   "SLURM_NODEID=1",
                                   "SLURM_JOB_NUM_NODES=2",
                                   "SLURM_JOB_GPUS=0,1,2,3"};
-  CommandResult r = Run({"bash", "systemd/slurm/clairfs-prolog.sh"}, 120, env);
+  CommandResult r = clairfs::testing::Run({"bash", "systemd/slurm/clairfs-prolog.sh"}, 120, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("node 1 of 2: ranks 4-7 (4 per node)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("staged d0"), std::string::npos) << r.err;
-  CommandResult ls = Run({ClairfsBin(), "ls", mnt_, "--staged", "--json"});
+  CommandResult ls = clairfs::testing::Run({ClairfsBin(), "ls", mnt_, "--staged", "--json"});
   auto staged = nlohmann::json::parse(ls.out, nullptr, false);
   ASSERT_FALSE(staged.is_discarded()) << ls.out << ls.err;
   EXPECT_EQ(staged["entries"].size(), 4u);  // d0 holds f0, f2, f4, f6
@@ -304,16 +306,18 @@ TEST_F(SystemdTest, SlurmPrologStagesAndEpilogReports) {
   // A path that does not exist: logged and tolerated, or fatal with CLAIRFS_STRICT=1.
   std::vector<std::string> bad = env;
   bad.push_back("CLAIRFS_STAGE_PATHS=missing");
-  EXPECT_EQ(Run({"bash", "systemd/slurm/clairfs-prolog.sh"}, 120, bad).exit_code, 0);
+  EXPECT_EQ(clairfs::testing::Run({"bash", "systemd/slurm/clairfs-prolog.sh"}, 120, bad).exit_code,
+            0);
   bad.push_back("CLAIRFS_STRICT=1");
-  EXPECT_EQ(Run({"bash", "systemd/slurm/clairfs-prolog.sh"}, 120, bad).exit_code, 1);
+  EXPECT_EQ(clairfs::testing::Run({"bash", "systemd/slurm/clairfs-prolog.sh"}, 120, bad).exit_code,
+            1);
 
   std::vector<std::string> epilog_env = env;
   epilog_env.push_back("CLAIRFS_EVICT_AFTER=1");
-  r = Run({"bash", "systemd/slurm/clairfs-epilog.sh"}, 120, epilog_env);
+  r = clairfs::testing::Run({"bash", "systemd/slurm/clairfs-epilog.sh"}, 120, epilog_env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("\"staged_files\":4"), std::string::npos) << r.err;
-  ls = Run({ClairfsBin(), "ls", mnt_, "--staged", "--json"});
+  ls = clairfs::testing::Run({ClairfsBin(), "ls", mnt_, "--staged", "--json"});
   staged = nlohmann::json::parse(ls.out, nullptr, false);
   EXPECT_EQ(staged["entries"].size(), 0u);
 }
