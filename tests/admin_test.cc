@@ -74,7 +74,7 @@ class RawClient {
     fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un addr {};
     addr.sun_family = AF_UNIX;
-    strncpy(addr.sun_path, path, sizeof(addr.sun_path) - 1);
+    memcpy(addr.sun_path, path, std::min(static_cast<size_t>(n), sizeof(addr.sun_path) - 1));
     if (connect(fd_, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)) != 0) {
       close(fd_);
       fd_ = -1;
@@ -316,7 +316,9 @@ TEST_F(AdminTest, MalformedRequestsGetErrorsAndReadsContinue) {
     std::string huge = "{\"op\": \"ls\", \"path\": \"" + std::string(1100000, 'a') + "\"}\n";
     big.Send(huge);  // may fail midway if the daemon drops us
     std::string line = big.ReadLine();
-    if (!line.empty()) EXPECT_EQ(ParseJson(line).value("ok", true), false) << line;
+    if (!line.empty()) {
+      EXPECT_EQ(ParseJson(line).value("ok", true), false) << line;
+    }
   }
   // A truncated line, then close.
   {
