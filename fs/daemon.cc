@@ -25,9 +25,11 @@
 #include "cache/index_db.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
+#include "fs/admin_handlers.h"
 #include "fs/control_server.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
+#include "fs/metrics_writer.h"
 #include "fs/plan_handlers.h"
 #include "fs/plan_runtime.h"
 #include "fs/status_report.h"
@@ -150,8 +152,27 @@ struct Daemon {
   std::unique_ptr<PlanRuntime> plan;
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<FuseAdapter> adapter;
+  std::unique_ptr<MetricsWriter> metrics;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
+
+// What `status` (and the metrics file) report about this mount.
+StatusSources StatusSourcesOf(Daemon* d) {
+  StatusSources sources{&d->options,
+                        d->paths.backing,
+                        d->paths.mountpoint,
+                        d->paths.cache,
+                        d->manifest.get(),
+                        d->store.get(),
+                        d->stager.get(),
+                        d->fs.get(),
+                        d->started,
+                        &d->passthrough,
+                        {}};
+  PlanRuntime* plan_runtime = d->plan.get();
+  sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
+  return sources;
+}
 
 Status StartDaemon(Daemon* d) {
   Env* env = Env::Default();
@@ -233,21 +254,12 @@ Status StartDaemon(Daemon* d) {
 
   d->control = std::make_unique<ControlServer>(ControlSocketPathFor(d->paths.mountpoint, getuid()),
                                                getuid());
-  StatusSources status_sources{&d->options,
-                               d->paths.backing,
-                               d->paths.mountpoint,
-                               d->paths.cache,
-                               d->manifest.get(),
-                               d->store.get(),
-                               d->stager.get(),
-                               d->fs.get(),
-                               d->started,
-                               &d->passthrough,
-                               {}};
+  const StatusSources status_sources = StatusSourcesOf(d);
   PlanRuntime* plan_runtime = d->plan.get();
-  status_sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
   RegisterStatusHandlers(d->control.get(), status_sources);
   RegisterPlanHandlers(d->control.get(), plan_runtime);
+  RegisterAdminHandlers(d->control.get(), AdminSources{d->paths.mountpoint, d->manifest.get(),
+                                                       d->store.get(), d->stager.get()});
   Status control = d->control->Start();
   if (!control.ok()) {
     Log(LogLevel::kWarn,
@@ -274,10 +286,17 @@ Status StartDaemon(Daemon* d) {
   if (!adapter.ok()) return adapter.status();
   d->adapter = std::move(*adapter);
   CLAIRFS_RETURN_IF_ERROR(d->adapter->Mount(d->paths.mountpoint));
+  if (!d->options.metrics_file.empty()) {
+    const StatusSources sources = StatusSourcesOf(d);
+    d->metrics = std::make_unique<MetricsWriter>(d->options.metrics_file, d->paths.mountpoint,
+                                                 [sources] { return BuildStatus(sources); });
+    CLAIRFS_RETURN_IF_ERROR(d->metrics->Start());
+  }
   return d->adapter->InstallSignalHandlers();
 }
 
 void StopDaemon(Daemon* d) {
+  d->metrics.reset();  // stops the writer thread and removes the file
   if (d->control) d->control->Stop();
   if (d->plan) d->plan->Stop();
   if (d->stager) d->stager->Shutdown();
@@ -352,6 +371,12 @@ int RunMountDaemon(MountOptions options) {
   if (!valid.ok()) {
     fprintf(stderr, "clairfs mount: %s\n", valid.message().c_str());
     return 2;
+  }
+  if (!options.metrics_file.empty() && options.metrics_file[0] != '/') {
+    // The daemon runs in "/" after forking.
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr)
+      options.metrics_file = cwd + ("/" + options.metrics_file);
   }
   auto paths = CheckPaths(options);
   if (!paths.ok()) {

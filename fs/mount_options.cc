@@ -111,6 +111,9 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     auto n = ParseInt(key, value, 1, 1 << 24);
     if (!n.ok()) return n.status();
     o->plan_window = static_cast<uint64_t>(*n);
+  } else if (k == "metrics_file") {
+    if (!has_value || value.empty()) return need_value();
+    o->metrics_file = value;
   } else if (k == "allow_other") {
     o->allow_other = true;
   } else if (k == "suid") {

@@ -38,6 +38,7 @@ struct MountOptions {
   std::string read_mode = "pread";        // how staged bytes reach /dev/fuse: pread or splice
   std::string passthrough = "auto";       // kernel FUSE passthrough: auto, on or off
   std::string log_file;                   // daemon log after startup (default: stderr)
+  std::string metrics_file;  // Prometheus text file rewritten every few seconds (empty = none)
   std::vector<std::string> fuse_options;  // passed to the kernel as -o
   // Access plan (see docs/PLANNER.md): spec, layout and layout root; empty spec = no plan. A
   // spec holds commas, so it is given with --plan (an -o list is split at commas).

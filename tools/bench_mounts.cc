@@ -47,7 +47,7 @@ bool IsMountpoint(const std::string& path) {
 // Waits until `pid` no longer exists; false after `seconds`.
 bool WaitForExit(pid_t pid, int seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (kill(pid, 0) == 0 || errno != ESRCH) {
+  while (ProcessRunning(pid)) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -79,6 +79,10 @@ void RegisterMount(CLI::App& app) {
          "--log-file", item("log_file"),
          "Where the background daemon logs after startup (default: stderr of the mount command)")
       ->type_name("PATH");
+  cmd->add_option_function<std::string>(
+         "--metrics-file", item("metrics_file"),
+         "Prometheus text file of the status counters, rewritten every 5 s, removed at unmount")
+      ->type_name("PATH");
   cmd->add_option_function<std::string>("--read-mode", item("read_mode"),
                                         "How staged bytes are sent to the kernel: pread "
                                         "(default) or splice")

@@ -12,6 +12,7 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/control_client.h"
+#include "tools/subprocess.h"
 
 namespace clairfs::cli {
 namespace {
@@ -77,7 +78,7 @@ int Umount(const UmountArgs& a) {
   // The daemon flushes its index and exits once the kernel closes the session.
   if (daemon_pid > 0 && !a.lazy) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.timeout);
-    while (kill(daemon_pid, 0) == 0) {
+    while (ProcessRunning(daemon_pid)) {
       if (std::chrono::steady_clock::now() > deadline) {
         return Fail(
             "umount",

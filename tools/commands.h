@@ -22,6 +22,10 @@ void RegisterPlan(CLI::App& app);
 void RegisterSimulate(CLI::App& app);
 // `plan set` / `plan clear` (cmd_plan_live.cc), children of `plan`.
 void RegisterPlanLive(CLI::App* plan);
+void RegisterStage(CLI::App& app);
+void RegisterLs(CLI::App& app);
+void RegisterEvict(CLI::App& app);
+void RegisterPin(CLI::App& app);  // pin and unpin
 
 // Adds every subcommand in the table to `app`.
 void RegisterAllCommands(CLI::App& app);

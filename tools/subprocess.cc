@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <csignal>
+#include <fstream>
 
 extern char** environ;
 
@@ -59,6 +62,16 @@ Result<std::string> SelfExecutable() {
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n < 0) return Status::FromErrno(errno, "readlink /proc/self/exe");
   return std::string(buf, static_cast<size_t>(n));
+}
+
+bool ProcessRunning(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  // /proc/PID/stat: "PID (COMM) STATE ..."; COMM may hold spaces and parentheses.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
 }
 
 }  // namespace clairfs

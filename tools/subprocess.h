@@ -6,6 +6,8 @@
 // its exit code in the result, with its stderr captured when asked.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -24,5 +26,9 @@ Result<SubprocessResult> RunProgram(const std::vector<std::string>& argv, bool c
 
 // The path of the running executable (/proc/self/exe).
 Result<std::string> SelfExecutable();
+
+// True while `pid` runs. A zombie (exited, not yet reaped by its parent, e.g. a daemon started
+// in the foreground by a test or a supervisor that reaps late) counts as exited.
+bool ProcessRunning(pid_t pid);
 
 }  // namespace clairfs

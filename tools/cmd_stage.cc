@@ -1,0 +1,254 @@
+// `clairfs stage`: copy files of a mount's dataset into its cache now, optionally waiting.
+//
+// Online, the request goes to the mount's daemon ("stage", then "stage_progress" polls for
+// --wait). With --offline no mount runs: the command opens the cache itself exactly as the mount
+// daemon does (cache lock, index, fresh manifest listing, content store with recovery and stale
+// copies dropped, stager) and serves the same two ops in-process, so both modes share validation,
+// expansion and progress reporting. A later mount on that cache finds the copies staged: its own
+// listing yields the same identities as long as the backing files did not change.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "cache/cache_dir.h"
+#include "cache/content_store.h"
+#include "cache/eviction_policy.h"
+#include "cache/index_db.h"
+#include "cache/manifest.h"
+#include "cache/stager.h"
+#include "fs/admin_handlers.h"
+#include "fs/control_server.h"
+#include "planner/units.h"
+#include "tools/admin_paths.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/control_client.h"
+#include "tools/progress_meter.h"
+
+namespace clairfs::cli {
+namespace {
+
+struct StageArgs {
+  std::vector<std::string> positional;  // MOUNTPOINT PATH... (online) or PATH... (offline)
+  std::string from_file;
+  bool wait = false;
+  std::string priority = "high";
+  bool json = false;
+  bool offline = false;
+  std::string backing;
+  std::string cache;
+  std::string capacity;
+  int threads = 8;
+};
+
+using CallFn = std::function<Result<nlohmann::json>(const nlohmann::json&)>;
+
+// Sends the stage request and, if asked, polls until done. Returns the exit code.
+int StageAndWait(const CallFn& call, const std::vector<std::string>& paths, const StageArgs& a) {
+  auto started = std::chrono::steady_clock::now();
+  auto reply = call({{"op", "stage"}, {"paths", paths}, {"priority", a.priority}});
+  if (!reply.ok()) return Fail("stage", reply.status());
+  uint64_t id = reply->value("id", uint64_t{0});
+  uint64_t files = reply->value("files", uint64_t{0});
+  uint64_t bytes = reply->value("bytes", uint64_t{0});
+  if (!a.wait) {
+    reply->erase("ok");
+    if (a.json) {
+      printf("%s\n", reply->dump(2).c_str());
+    } else {
+      printf("stage request %llu: %llu files (%s) queued, %llu already staged\n",
+             static_cast<unsigned long long>(id), static_cast<unsigned long long>(files),
+             FormatBytes(bytes).c_str(),
+             static_cast<unsigned long long>(reply->value("already_staged", uint64_t{0})));
+    }
+    return kExitOk;
+  }
+  ProgressMeter meter("staging", files, bytes, StderrIsTerminal() && !a.json);
+  nlohmann::json progress;
+  while (true) {
+    auto p = call({{"op", "stage_progress"}, {"id", id}});
+    if (!p.ok()) {
+      meter.Finish();
+      return Fail("stage", p.status());
+    }
+    progress = std::move(*p);
+    meter.Update(
+        progress.value("files_done", uint64_t{0}) + progress.value("files_failed", uint64_t{0}),
+        progress.value("bytes_done", uint64_t{0}));
+    if (progress.value("done", false)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  meter.Finish();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  progress.erase("ok");
+  progress["seconds"] = seconds;
+  uint64_t failed = progress.value("files_failed", uint64_t{0});
+  if (a.json) {
+    printf("%s\n", progress.dump(2).c_str());
+  } else {
+    uint64_t done_bytes = progress.value("bytes_done", uint64_t{0});
+    printf("staged %llu of %llu files (%s) in %.1f s (%.1f MB/s), %llu failed\n",
+           static_cast<unsigned long long>(progress.value("files_done", uint64_t{0})),
+           static_cast<unsigned long long>(files), FormatBytes(done_bytes).c_str(), seconds,
+           seconds > 0 ? static_cast<double>(done_bytes) / seconds / 1e6 : 0.0,
+           static_cast<unsigned long long>(failed));
+  }
+  if (failed == 0) return kExitOk;
+  for (const auto& f : progress["failed"]) {
+    fprintf(stderr, "clairfs stage: %s: %s\n", f.value("path", "").c_str(),
+            f.value("error", "").c_str());
+  }
+  if (failed > progress["failed"].size()) {
+    fprintf(stderr, "clairfs stage: ... and %llu more failed files\n",
+            static_cast<unsigned long long>(failed - progress["failed"].size()));
+  }
+  return kExitFailed;
+}
+
+int RunOffline(const StageArgs& a, std::vector<std::string> paths) {
+  if (a.backing.empty() || a.cache.empty()) {
+    return UsageError("stage", "--offline needs --backing DIR and --cache DIR");
+  }
+  uint64_t capacity = 0;
+  if (!a.capacity.empty()) {
+    auto c = ParseSize(a.capacity);
+    if (!c.ok()) return UsageError("stage", "--capacity: " + c.status().message());
+    capacity = *c;
+  }
+  Env* env = Env::Default();
+  char* real = realpath(a.backing.c_str(), nullptr);
+  if (real == nullptr) return Fail("stage", Status::FromErrno(errno, "backing " + a.backing));
+  std::string backing(real);
+  free(real);
+  if (mkdir(a.cache.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Fail("stage", Status::FromErrno(errno, "cache directory " + a.cache));
+  }
+  real = realpath(a.cache.c_str(), nullptr);
+  if (real == nullptr) return Fail("stage", Status::FromErrno(errno, "cache " + a.cache));
+  std::string cache(real);
+  free(real);
+
+  // Same objects, same order as the mount daemon (fs/daemon.cc StartDaemon).
+  auto dir = CacheDir::Acquire(cache, env);
+  if (!dir.ok()) return Fail("stage", dir.status());
+  auto index = IndexDb::Open((*dir)->index_dir());
+  if (!index.ok()) return Fail("stage", index.status());
+  auto manifest = std::make_unique<Manifest>(index->get());
+  Status scan = manifest->Rescan(backing, a.threads, env);
+  if (!scan.ok()) return Fail("stage", scan);
+  auto store = ContentStore::Open(dir->get(), index->get(), env, ContentStoreOptions{capacity, 0},
+                                  NewLruPolicy());
+  if (!store.ok()) return Fail("stage", store.status());
+  Manifest* m = manifest.get();
+  auto dropped = (*store)->DropStale([m](const std::string& path) {
+    std::optional<FileIdentity> id;
+    auto node = m->GetByPath(path);
+    if (node.ok() && node->has_value() && (*node)->attr.is_reg()) id = (*node)->attr.identity();
+    return id;
+  });
+  if (!dropped.ok()) return Fail("stage", dropped.status());
+  StagerOptions stager_options;
+  stager_options.backing_root = backing;
+  stager_options.threads = a.threads;
+  auto stager = std::make_unique<Stager>(stager_options, store->get(), env);
+
+  // The admin ops in-process: never started, so no socket; the caller is the owner.
+  ControlServer server("", getuid());
+  RegisterAdminHandlers(&server, AdminSources{backing, m, store->get(), stager.get()});
+  PeerCredentials self{getpid(), getuid(), getgid()};
+  CallFn call = [&](const nlohmann::json& request) -> Result<nlohmann::json> {
+    nlohmann::json reply = nlohmann::json::parse(server.HandleLine(request.dump(), self));
+    if (reply.value("ok", false)) return reply;
+    return Status::Error(reply.value("errno", EIO), reply.value("error", std::string("error")));
+  };
+  StageArgs waiting = a;
+  waiting.wait = true;  // offline staging always finishes before the command returns
+  int code = StageAndWait(call, ToMountPaths(backing, backing, paths), waiting);
+  stager->Shutdown();
+  stager.reset();
+  store->reset();
+  manifest.reset();
+  Status flush = (*index)->Flush();
+  if (!flush.ok()) return Fail("stage", flush);
+  return code;
+}
+
+int RunStage(const StageArgs& a) {
+  if (a.priority != "high" && a.priority != "normal" && a.priority != "low") {
+    return UsageError("stage", "--priority must be high, normal or low");
+  }
+  std::vector<std::string> paths;
+  std::string mountpoint;
+  if (a.offline) {
+    paths = a.positional;
+  } else {
+    if (!a.backing.empty() || !a.cache.empty() || !a.capacity.empty()) {
+      return UsageError("stage", "--backing, --cache and --capacity go with --offline");
+    }
+    if (a.positional.empty()) return UsageError("stage", "MOUNTPOINT is required");
+    mountpoint = a.positional[0];
+    paths.assign(a.positional.begin() + 1, a.positional.end());
+  }
+  if (!a.from_file.empty()) {
+    auto listed = ReadPathList(a.from_file);
+    if (!listed.ok()) return Fail("stage", listed.status());
+    if (listed->empty()) return UsageError("stage", "path list " + a.from_file + " is empty");
+    paths.insert(paths.end(), listed->begin(), listed->end());
+  }
+  if (paths.empty()) paths.push_back(".");  // the whole dataset
+  if (paths.size() > kMaxRequestPaths) {
+    return UsageError("stage", "at most " + std::to_string(kMaxRequestPaths) +
+                                   " paths per request (name directories instead)");
+  }
+  if (a.offline) return RunOffline(a, paths);
+
+  auto client = ControlClient::Connect(mountpoint);
+  if (!client.ok()) return Fail("stage", client.status());
+  auto canonical = CanonicalMountpoint(mountpoint);
+  if (!canonical.ok()) return Fail("stage", canonical.status());
+  CallFn call = [&](const nlohmann::json& r) { return client->Call(r); };
+  return StageAndWait(call, ToMountPaths(mountpoint, *canonical, paths), a);
+}
+
+}  // namespace
+
+void RegisterStage(CLI::App& app) {
+  auto args = std::make_shared<StageArgs>();
+  CLI::App* cmd = AddCommand(
+      &app, "stage",
+      "Copy files of a mount's dataset into its cache now (no PATH: the whole dataset). "
+      "Usage: clairfs stage MOUNTPOINT [PATH...] or clairfs stage --offline --backing DIR "
+      "--cache DIR [PATH...]");
+  cmd->add_option("ARGS", args->positional,
+                  "MOUNTPOINT then PATHs relative to the mount or absolute under it (with "
+                  "--offline: PATHs relative to --backing); directories stage recursively");
+  cmd->add_option("--from-file", args->from_file, "Also stage the paths listed in FILE, one a line")
+      ->type_name("FILE");
+  cmd->add_flag("--wait", args->wait,
+                "Wait until every file is staged or failed; exit 1 if any failed");
+  cmd->add_option("--priority", args->priority, "Queue priority (default high)")
+      ->type_name("high|normal|low");
+  cmd->add_flag("--json", args->json, "Print the reply (or the final progress) as JSON");
+  cmd->add_flag("--offline", args->offline,
+                "Fill a cache with no mount running (refused while a daemon holds the cache)");
+  cmd->add_option("--backing", args->backing, "With --offline: the backing directory")
+      ->type_name("DIR");
+  cmd->add_option("--cache", args->cache, "With --offline: the cache directory")->type_name("DIR");
+  cmd->add_option("--capacity", args->capacity,
+                  "With --offline: cache capacity (e.g. 800G; default: the device)")
+      ->type_name("SIZE");
+  cmd->add_option("--threads", args->threads, "With --offline: copy and listing threads (8)")
+      ->check(CLI::Range(1, 256));
+  cmd->callback([args]() { SetExitCode(RunStage(*args)); });
+}
+
+}  // namespace clairfs::cli
