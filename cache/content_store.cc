@@ -381,7 +381,9 @@ Status ContentStore::RemoveEntry(const std::string& path, bool force, bool count
   policy_->OnRemove(path);
   // Index first: a crash between the two leaves an orphan data file, which recovery deletes.
   Status st = index_->Delete(IndexDb::kEntries, path, /*sync=*/false);
-  Status unlink = env_->Unlink(dir_->data_dir() + "/" + removed.data_name);
+  const std::string data_path = dir_->data_dir() + "/" + removed.data_name;
+  Status unlink = env_->Unlink(data_path);
+  if (removal_listener_) removal_listener_(data_path);
   {
     std::lock_guard<std::mutex> lock(space_mu_);
     used_bytes_ -= std::min(used_bytes_, removed.alloc_bytes);

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -103,6 +104,11 @@ class ContentStore {
   // Removes a published copy (no-op if absent). Pinned copies are evicted only if `force`.
   Status Evict(const std::string& path, bool force = false);
   Status SetPinned(const std::string& path, bool pinned);
+  // Called with a copy's absolute data path after it is removed from the store (evicted,
+  // invalidated or dropped), outside the store's locks. Set before concurrent use.
+  void set_removal_listener(std::function<void(const std::string& data_path)> listener) {
+    removal_listener_ = std::move(listener);
+  }
 
   // Drops every copy whose identity differs from `current(path)` (nullopt = file gone).
   // Used at mount after a fresh listing. Returns the number dropped.
@@ -146,6 +152,7 @@ class ContentStore {
   ContentStoreOptions options_;
   uint64_t capacity_;
   std::unique_ptr<EvictionPolicy> policy_;
+  std::function<void(const std::string& data_path)> removal_listener_;
   Shard shards_[kShards];
   std::mutex space_mu_;  // guards used_bytes_, reserved_bytes_; taken after any shard mutex
   uint64_t used_bytes_ = 0;

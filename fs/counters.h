@@ -31,6 +31,7 @@ struct MountCounters {
   PaddedCounter lookups;
   PaddedCounter read_requests;      // READ requests received by the adapter
   PaddedCounter passthrough_opens;  // opens the kernel reads directly from a staged copy
+  PaddedCounter held_copy_opens;    // of those, opens of a copy the kernel already held
 };
 
 }  // namespace clairfs

@@ -38,7 +38,19 @@ FileSystem::FileSystem(const FileSystemConfig& config, Manifest* manifest, Conte
       stager_(stager),
       env_(env),
       start_monotonic_ns_(env->NowMonotonicNanos()),
-      start_realtime_ns_(env->NowRealtimeNanos()) {}
+      start_realtime_ns_(env->NowRealtimeNanos()) {
+  if (store_ != nullptr) {
+    store_->set_removal_listener([this](const std::string& data_path) {
+      if (HeldCopies* held = held_copies_.load(std::memory_order_acquire)) {
+        held->CopyRemoved(data_path);
+      }
+    });
+  }
+}
+
+FileSystem::~FileSystem() {
+  if (store_ != nullptr) store_->set_removal_listener(nullptr);
+}
 
 double FileSystem::Elapsed() const {
   return static_cast<double>(env_->NowMonotonicNanos() - start_monotonic_ns_) / 1e9;
@@ -46,7 +58,8 @@ double FileSystem::Elapsed() const {
 
 Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
                                         const FileIdentity& identity, std::string path,
-                                        double open_start, OpenResult result) {
+                                        double open_start, OpenResult result,
+                                        std::string data_path) {
   result.file = std::make_unique<OpenFile>();
   OpenFile& f = *result.file;
   f.fd = fd;
@@ -55,6 +68,7 @@ Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
   f.size = identity.size;
   f.identity = identity;
   f.path = std::move(path);
+  f.data_path = std::move(data_path);
   f.stats.OnOpen(open_start, Elapsed());
   return result;
 }
@@ -150,12 +164,22 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
   const bool planned = open_observer_ != nullptr && open_observer_->OnOpen(node->path);
   if (auto copy = store_->Find(node->path); copy) {
     if (copy->identity == identity) {
+      int handle = -1;
+      HeldCopies* held = held_copies_.load(std::memory_order_acquire);
+      if (held != nullptr && held->Claim(ino, identity, copy->data_path, &handle)) {
+        counters_.hits.Add(1);
+        counters_.held_copy_opens.Add(1);
+        auto opened = OpenFrom(-1, true, ino, identity, std::move(node->path), open_start,
+                               std::move(result), std::move(copy->data_path));
+        opened->file->held_handle = handle;
+        return opened;
+      }
       auto fd = env_->Open(copy->data_path, O_RDONLY | O_NOATIME);
       if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
       if (fd.ok()) {
         counters_.hits.Add(1);
         return OpenFrom(*fd, true, ino, identity, std::move(node->path), open_start,
-                        std::move(result));
+                        std::move(result), std::move(copy->data_path));
       }
       // Evicted between Find and open: serve from the backing store below.
     } else {
@@ -176,6 +200,11 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
 }
 
 Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t offset) {
+  if (file.fd < 0) {
+    // A held-copy open is answered in passthrough: the kernel reads the copy itself.
+    Log(LogLevel::kWarn, "READ of %s reached the daemon for a passthrough open", file.path.c_str());
+    return Status::Error(EIO, "no daemon fd for a passthrough open");
+  }
   const double start = Elapsed();
   auto n = env_->Pread(file.fd, buf, size, offset);
   if (!n.ok()) {

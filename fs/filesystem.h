@@ -16,6 +16,7 @@
 
 #include <sys/statvfs.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@
 #include "cache/stager.h"
 #include "fs/counters.h"
 #include "fs/file_stats.h"
+#include "fs/held_copies.h"
 #include "fs/mount_options.h"
 #include "fs/open_observer.h"
 #include "planner/status.h"
@@ -46,7 +48,9 @@ struct OpenFile {
   uint64_t ino = 0;
   uint64_t size = 0;
   std::string path;
+  std::string data_path;  // the staged copy's file, when from_cache
   FileIdentity identity;  // the backing file version these bytes are
+  int held_handle = -1;   // >= 0: served from a copy the kernel holds (HeldCopies), fd is -1
   OpenFileStats stats;    // this open's counters, merged into the mount's table at release
 };
 
@@ -71,10 +75,17 @@ class FileSystem {
  public:
   FileSystem(const FileSystemConfig& config, Manifest* manifest, ContentStore* store,
              Stager* stager, Env* env);
+  // Stops the store's removals reaching this filesystem (the stager must be shut down first).
+  ~FileSystem();
+  FileSystem(const FileSystem&) = delete;
+  FileSystem& operator=(const FileSystem&) = delete;
 
   void set_notifier(KernelNotifier* notifier) { notifier_ = notifier; }
   // Told of every file open (the plan tracker); set before the mount serves requests.
   void set_open_observer(OpenObserver* observer) { open_observer_ = observer; }
+  // Copies the kernel holds (passthrough), told of the store's removals from then on. Set
+  // before the mount serves requests (staging may already run).
+  void set_held_copies(HeldCopies* held) { held_copies_.store(held, std::memory_order_release); }
   MountCounters& counters() { return counters_; }
   const FileStatsTable& file_stats() const { return file_stats_; }
   // Seconds since the filesystem was created (the time base of the per-file counters).
@@ -119,9 +130,11 @@ class FileSystem {
   Env* env_;
   KernelNotifier* notifier_ = nullptr;
   Result<OpenResult> OpenFrom(int fd, bool from_cache, uint64_t ino, const FileIdentity& identity,
-                              std::string path, double open_start, OpenResult result);
+                              std::string path, double open_start, OpenResult result,
+                              std::string data_path = {});
 
   OpenObserver* open_observer_ = nullptr;
+  std::atomic<HeldCopies*> held_copies_{nullptr};
   MountCounters counters_;
   FileStatsTable file_stats_;
   uint64_t start_monotonic_ns_;

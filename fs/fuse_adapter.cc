@@ -166,8 +166,15 @@ void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   fi->keep_cache = opened->keep_cache ? 1 : 0;
   fi->noflush = 1;  // nothing to flush on a read-only file: save the FLUSH round trip on close
   KernelPassthrough* passthrough = adapter->passthrough();
-  if (passthrough != nullptr) {
-    OpenDecision d = passthrough->BeginOpen(ino, file->fd, file->from_cache, file->identity);
+  if (file->held_handle >= 0) {
+    // Claimed a copy the kernel already holds (only passthrough hands out handles).
+    fi->keep_cache = 0;
+    fi->direct_io = 0;
+    fs->NotePassthroughOpen(*file);
+    passthrough->ArmOpenReply(file->held_handle);
+  } else if (passthrough != nullptr) {
+    OpenDecision d =
+        passthrough->BeginOpen(ino, file->fd, file->from_cache, file->identity, file->data_path);
     if (d.error != 0) {
       fs->Release(std::unique_ptr<OpenFile>(file));
       fuse_reply_err(req, d.error);
@@ -400,6 +407,7 @@ Status FuseAdapter::SetUpPassthrough() {
   if (required && !passthrough_->active()) {
     return Status::Error(EPERM, "--passthrough on: " + state->reason());
   }
+  if (passthrough_->active()) fs_->set_held_copies(passthrough_.get());
   return Status::Ok();
 }
 

@@ -35,9 +35,9 @@ struct MountOptions {
   bool suid = false;  // by default nosuid,nodev
   bool dev = false;
   int scan_threads = 8;
-  std::string read_mode = "pread";        // how staged bytes reach /dev/fuse: pread or splice
-  std::string passthrough = "auto";       // kernel FUSE passthrough: auto, on or off
-  std::string log_file;                   // daemon log after startup (default: stderr)
+  std::string read_mode = "pread";   // how staged bytes reach /dev/fuse: pread or splice
+  std::string passthrough = "auto";  // kernel FUSE passthrough: auto, on or off
+  std::string log_file;              // daemon log after startup (default: stderr)
   std::string metrics_file;  // Prometheus text file rewritten every few seconds (empty = none)
   std::vector<std::string> fuse_options;  // passed to the kernel as -o
   // Access plan (see docs/PLANNER.md): spec, layout and layout root; empty spec = no plan. A

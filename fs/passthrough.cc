@@ -246,50 +246,112 @@ void KernelPassthrough::ArmOpenReply(int backing_id) {
 void KernelPassthrough::DisarmOpenReply() { tl_open_armed = false; }
 
 OpenDecision KernelPassthrough::BeginOpen(uint64_t ino, int fd, bool from_cache,
-                                          const FileIdentity& identity) {
+                                          const FileIdentity& identity,
+                                          const std::string& data_path) {
   OpenDecision d;
-  Shard& shard = ShardOf(ino);
-  std::lock_guard<std::mutex> lock(shard.mu);
-  InodeEntry& e = shard.inodes[ino];
-  if (e.opens == 0) {
-    // First open of the inode: the mode is free to choose.
-    e.passthrough = false;
-    e.backing_id = -1;
-    if (from_cache && active() && CurrentRequestIsOpenOf(ino)) {
-      int id = BackingOpen(fuse_fd_, fd);
-      if (id >= 0) {
-        e.passthrough = true;
-        e.backing_id = id;
-        e.identity = identity;
-      } else if (errno == EPERM) {
-        Disable("the kernel refused BACKING_OPEN (EPERM)");
+  int stale_id = -1;
+  {
+    Shard& shard = ShardOf(ino);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.inodes.find(ino);
+    if (it != shard.inodes.end() && it->second.opens == 0) {
+      // A released id this open did not claim (another copy or version): retire it.
+      stale_id = DropIdleLocked(shard, it);
+      it = shard.inodes.end();
+    }
+    if (it == shard.inodes.end()) {
+      // First open of the inode: the mode is free to choose.
+      InodeEntry& e = shard.inodes[ino];
+      if (from_cache && active() && CurrentRequestIsOpenOf(ino)) {
+        int id = BackingOpen(fuse_fd_, fd);
+        if (id >= 0) {
+          e.passthrough = true;
+          e.backing_id = id;
+          e.identity = identity;
+          e.data_path = data_path;
+          if (!data_path.empty()) shard.by_data_path[data_path] = ino;
+        } else if (errno == EPERM) {
+          Disable("the kernel refused BACKING_OPEN (EPERM)");
+        } else {
+          Log(LogLevel::kDebug, "passthrough: BACKING_OPEN of inode %llu failed: %s",
+              static_cast<unsigned long long>(ino), strerror(errno));
+        }
+      }
+      e.opens = 1;
+      it = shard.inodes.find(ino);
+    } else {
+      ++it->second.opens;
+    }
+    InodeEntry& e = it->second;
+    if (e.passthrough) {
+      if (e.identity == identity && CurrentRequestIsOpenOf(ino)) {
+        // Same file version: the copy the kernel already holds has these bytes, even if it was
+        // evicted or re-staged since.
+        d.passthrough = true;
+        d.backing_id = e.backing_id;
       } else {
-        Log(LogLevel::kDebug, "passthrough: BACKING_OPEN of inode %llu failed: %s",
-            static_cast<unsigned long long>(ino), strerror(errno));
+        // Changed since the passthrough opens began: their copy is stale, and the kernel takes
+        // no other backing file or non-passthrough open for the inode until they are released.
+        d.error = EBUSY;
+        --e.opens;  // e.opens stays > 0: the earlier opens still hold it
+        Log(LogLevel::kInfo,
+            "passthrough: inode %llu changed while open; new opens fail (EBUSY) until the "
+            "earlier ones are closed",
+            static_cast<unsigned long long>(ino));
       }
     }
-    e.opens = 1;
-  } else {
-    ++e.opens;
   }
-  if (e.passthrough) {
-    if (e.identity == identity && CurrentRequestIsOpenOf(ino)) {
-      // Same file version: the copy the kernel already holds has these bytes, even if it was
-      // evicted or re-staged since.
-      d.passthrough = true;
-      d.backing_id = e.backing_id;
-    } else {
-      // Changed since the passthrough opens began: their copy is stale, and the kernel takes no
-      // other backing file or non-passthrough open for the inode until they are released.
-      d.error = EBUSY;
-      --e.opens;  // e.opens stays > 0: the earlier opens still hold it
-      Log(LogLevel::kInfo,
-          "passthrough: inode %llu changed while open; new opens fail (EBUSY) until the "
-          "earlier ones are closed",
-          static_cast<unsigned long long>(ino));
-    }
-  }
+  if (stale_id >= 0) BackingClose(fuse_fd_, stale_id);
   return d;
+}
+
+bool KernelPassthrough::Claim(uint64_t ino, const FileIdentity& identity,
+                              const std::string& data_path, int* handle) {
+  Shard& shard = ShardOf(ino);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.inodes.find(ino);
+  if (it == shard.inodes.end()) return false;
+  InodeEntry& e = it->second;
+  if (!e.passthrough || !(e.identity == identity) || !CurrentRequestIsOpenOf(ino)) return false;
+  if (e.opens == 0) {
+    // A released id is reused only for the very copy it registered, still in the store.
+    if (e.data_path.empty() || e.data_path != data_path) return false;
+    shard.idle.erase(e.idle_pos);
+    state_->AddHeldCopies(-1);
+  }
+  ++e.opens;
+  *handle = e.backing_id;
+  return true;
+}
+
+int KernelPassthrough::DropIdleLocked(Shard& shard,
+                                      std::unordered_map<uint64_t, InodeEntry>::iterator it) {
+  InodeEntry& e = it->second;
+  int id = e.backing_id;
+  shard.idle.erase(e.idle_pos);
+  state_->AddHeldCopies(-1);
+  if (!e.data_path.empty()) shard.by_data_path.erase(e.data_path);
+  shard.inodes.erase(it);
+  return id;
+}
+
+void KernelPassthrough::CopyRemoved(const std::string& data_path) {
+  // The copy's inode is unknown here: look in every shard (evictions are rare next to opens).
+  for (Shard& shard : shards_) {
+    int close_id = -1;
+    {
+      std::lock_guard<std::mutex> lock(shard.mu);
+      auto by_path = shard.by_data_path.find(data_path);
+      if (by_path == shard.by_data_path.end()) continue;
+      auto it = shard.inodes.find(by_path->second);
+      shard.by_data_path.erase(by_path);
+      if (it == shard.inodes.end()) continue;
+      it->second.data_path.clear();  // live opens keep the copy; their last release closes it
+      if (it->second.opens == 0) close_id = DropIdleLocked(shard, it);
+    }
+    if (close_id >= 0) BackingClose(fuse_fd_, close_id);
+    return;
+  }
 }
 
 void KernelPassthrough::EndOpen(uint64_t ino) {
@@ -299,11 +361,22 @@ void KernelPassthrough::EndOpen(uint64_t ino) {
     std::lock_guard<std::mutex> lock(shard.mu);
     auto it = shard.inodes.find(ino);
     if (it == shard.inodes.end()) return;
-    if (--it->second.opens > 0) return;
-    close_id = it->second.backing_id;
-    shard.inodes.erase(it);
+    InodeEntry& e = it->second;
+    if (--e.opens > 0) return;
+    if (e.passthrough && !e.data_path.empty()) {
+      // Hold the id for the next open of this copy; retire the oldest held one beyond the bound.
+      shard.idle.push_front(ino);
+      e.idle_pos = shard.idle.begin();
+      state_->AddHeldCopies(1);
+      if (shard.idle.size() > kIdlePerShard) {
+        close_id = DropIdleLocked(shard, shard.inodes.find(shard.idle.back()));
+      }
+    } else {
+      close_id = e.backing_id;
+      shard.inodes.erase(it);
+    }
   }
-  // No open needs the id: the kernel's files hold their own references to the backing file.
+  // The kernel's files hold their own references to the backing file.
   if (close_id >= 0) BackingClose(fuse_fd_, close_id);
 }
 

@@ -65,10 +65,12 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"bytes_per_second", uptime > 0 ? static_cast<double>(stager.bytes_staged) / uptime : 0.0}};
   j["read_requests"] = c.read_requests.Get();
   j["passthrough_opens"] = c.passthrough_opens.Get();
+  j["held_copy_opens"] = c.held_copy_opens.Get();
   bool passthrough_on = s.passthrough != nullptr && s.passthrough->on();
   j["passthrough"] = {
       {"state", passthrough_on ? "on" : "off"},
       {"reason", s.passthrough != nullptr ? s.passthrough->reason() : "not available"},
+      {"held_copies", s.passthrough != nullptr ? s.passthrough->held_copies() : 0},
       {"note",
        "the kernel reads passthrough files without the daemon: their reads are not counted, "
        "and bytes_from_cache is estimated as the whole file at each passthrough open"}};

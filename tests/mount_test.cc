@@ -13,6 +13,8 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -296,13 +298,23 @@ TEST_F(MountTest, KillNineWithCopiesInFlightRecoversByteExact) {
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
+// Allocated bytes of the files under `dir` that all existed at one instant: the end of the walk.
+// A walk is not atomic: a file counted early may be evicted before a later one is published, so
+// only files still present (same inode; copies get fresh names) when the walk ends are summed.
 uint64_t AllocatedBytesUnder(const std::string& dir) {
-  uint64_t total = 0;
+  std::vector<std::pair<std::string, struct stat>> seen;
   std::error_code ec;
   for (auto it = fsys::recursive_directory_iterator(dir, ec);
        it != fsys::recursive_directory_iterator(); it.increment(ec)) {
     struct stat st;
     if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      seen.emplace_back(it->path().string(), st);
+    }
+  }
+  uint64_t total = 0;
+  for (const auto& [path, st] : seen) {
+    struct stat now;
+    if (lstat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino) {
       total += static_cast<uint64_t>(st.st_blocks) * 512;
     }
   }

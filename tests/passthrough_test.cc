@@ -173,6 +173,59 @@ TEST_F(PassthroughTest, EvictedAndRestagedWhileOpenKeepsServingTheSameBytes) {
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
+uint64_t HeldCopies(ClairfsMount& m) {
+  return m.Status()["passthrough"].value("held_copies", uint64_t{0});
+}
+
+// RELEASE is asynchronous: wait until the daemon holds `want` released copies.
+bool WaitHeldCopies(ClairfsMount& m, uint64_t want) {
+  for (int i = 0; i < 500; ++i) {
+    if (HeldCopies(m) == want) return true;
+    usleep(10000);
+  }
+  return false;
+}
+
+TEST_F(PassthroughTest, ReopenedCopyIsReusedUntilItIsEvicted) {
+  auto files = MakeFiles(backing_, 12, 150000, 5);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--passthrough", "on"}).exit_code, 0);
+  StageAll(m, files);
+  for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+  // Every released passthrough open leaves its copy held by the kernel...
+  ASSERT_TRUE(WaitHeldCopies(m, files.size())) << HeldCopies(m);
+  const uint64_t held0 = Counter(m, "held_copy_opens");
+  const uint64_t reads = Counter(m, "read_requests");
+  // ...so opening them again registers nothing: each open claims its held copy.
+  for (const auto& [rel, content] : files) {
+    EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+    EXPECT_EQ(ReadByMmap(mnt_ + "/" + rel), content) << rel;
+  }
+  EXPECT_EQ(Counter(m, "held_copy_opens"), held0 + 2 * files.size());
+  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  ASSERT_TRUE(WaitHeldCopies(m, files.size()));
+
+  // Evicting a copy drops its held id at once (no evicted bytes stay pinned), and the next open
+  // is not served from it.
+  const std::string victim = files.begin()->first;
+  CommandResult r = testing::Run({ClairfsBin(), "evict", mnt_, victim});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(HeldCopies(m), files.size() - 1);
+  EXPECT_EQ(StateOf(mnt_ + "/" + victim), "unstaged");
+  const uint64_t held1 = Counter(m, "held_copy_opens");
+  EXPECT_EQ(ReadFile(mnt_ + "/" + victim), files.begin()->second);
+  EXPECT_EQ(Counter(m, "held_copy_opens"), held1);
+  EXPECT_GT(Counter(m, "read_requests"), reads);  // served from the backing store
+  // Re-staged: a fresh registration of the new copy, then reused like the others.
+  ASSERT_TRUE(m.WaitStagingIdle());
+  ASSERT_EQ(StateOf(mnt_ + "/" + victim), "staged");
+  EXPECT_EQ(ReadFile(mnt_ + "/" + victim), files.begin()->second);
+  ASSERT_TRUE(WaitHeldCopies(m, files.size()));
+  EXPECT_EQ(ReadFile(mnt_ + "/" + victim), files.begin()->second);
+  EXPECT_EQ(Counter(m, "held_copy_opens"), held1 + 1);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
 TEST_F(PassthroughTest, ChangedBackingFileIsNeverServedFromTheOldCopy) {
   WriteFile(backing_ + "/a.bin", std::string(200000, 'a'));
   ClairfsMount m(backing_, mnt_, cache_);

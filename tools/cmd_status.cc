@@ -61,8 +61,12 @@ void PrintHuman(const nlohmann::json& j) {
   if (j.contains("passthrough")) {
     const auto& p = j["passthrough"];
     if (p.value("state", "off") == "on") {
-      printf("passthrough on: %llu opens read by the kernel (read counts estimated for them)\n",
-             static_cast<unsigned long long>(u("passthrough_opens")));
+      printf(
+          "passthrough on: %llu opens read by the kernel (read counts estimated for them), %llu "
+          "of them of a copy it already held; %llu copies held\n",
+          static_cast<unsigned long long>(u("passthrough_opens")),
+          static_cast<unsigned long long>(u("held_copy_opens")),
+          static_cast<unsigned long long>(p.value("held_copies", uint64_t{0})));
     } else {
       printf("passthrough off (%s)\n", p.value("reason", "").c_str());
     }

@@ -1,0 +1,34 @@
+// HeldCopies: staged copies the kernel already holds open for an inode (FUSE passthrough keeps
+// the backing file of recently released inodes), so that an open can skip opening the copy.
+//
+// On this class of machine a system call costs microseconds, and an open of a small staged file
+// that reaches the daemon is dominated by them: reusing a held copy saves the open and close of
+// the copy and the register/unregister calls of passthrough. FileSystem::Open asks Claim for a
+// staged hit; a successful claim is an open served from that copy with no daemon fd (the adapter
+// then answers it in passthrough with `handle`). CopyRemoved is called (by the content store's
+// removal listener) after a copy is evicted or dropped, so a held copy never outlives its entry
+// and never pins evicted bytes on the cache device.
+//
+// Threading: both methods are called from any thread; Claim on the FUSE thread serving the open.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cache/node_attr.h"
+
+namespace clairfs {
+
+class HeldCopies {
+ public:
+  virtual ~HeldCopies() = default;
+  // True if a held copy of exactly `data_path` with the bytes of `identity` is now also held for
+  // this open of `ino`; `*handle` names it for the reply. The open is ended by the adapter's
+  // usual release path.
+  virtual bool Claim(uint64_t ino, const FileIdentity& identity, const std::string& data_path,
+                     int* handle) = 0;
+  // `data_path` no longer belongs to the cache: stop holding it once no open needs it.
+  virtual void CopyRemoved(const std::string& data_path) = 0;
+};
+
+}  // namespace clairfs
