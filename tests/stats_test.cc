@@ -27,9 +27,7 @@ nlohmann::json StatsWhen(const std::string& mnt, Pred done) {
   return stats;
 }
 
-// Disabled: fails intermittently when ctest runs it in parallel with other mounts (passes alone);
-// to be diagnosed next session (see the closing note of 2026-11-30).
-TEST(StatsTest, DISABLED_CountsPerFileBySourceAndWritesADarshanLog) {
+TEST(StatsTest, CountsPerFileBySourceAndWritesADarshanLog) {
   TempDir dir;
   std::string backing = dir / "backing", mnt = dir / "mnt", cache = dir / "cache";
   MakeDirs(mnt);
@@ -51,8 +49,13 @@ TEST(StatsTest, DISABLED_CountsPerFileBySourceAndWritesADarshanLog) {
   ASSERT_EQ(stats["files"].size(), 2u);
   EXPECT_EQ(stats["files"][0]["path"], "a/one.jpg");  // most bytes first
   EXPECT_EQ(stats["files"][0]["backing"]["max_byte_read"].get<int64_t>(), 299999);
-  EXPECT_GE(stats["files"][0]["backing"]["seq_reads"].get<uint64_t>(),
-            stats["files"][0]["backing"]["reads"].get<uint64_t>() - 1);
+  // The kernel's readahead requests may reach the daemon's worker threads out of order, so only
+  // Darshan's invariants are certain: consecutive <= sequential <= reads, and the first of them
+  // (at offset 0) follows no other read.
+  const auto& one = stats["files"][0]["backing"];
+  EXPECT_GE(one["reads"].get<uint64_t>(), 1u);
+  EXPECT_LE(one["consec_reads"].get<uint64_t>(), one["seq_reads"].get<uint64_t>());
+  EXPECT_LT(one["seq_reads"].get<uint64_t>(), one["reads"].get<uint64_t>());
 
   // Remount: the copies are staged, so the reads come from the cache.
   ASSERT_EQ(m.Umount().exit_code, 0);
