@@ -286,7 +286,18 @@ TEST_F(MountTest, KillNineWithCopiesInFlightRecoversByteExact) {
     ASSERT_EQ(kill(m.pid(), SIGKILL), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  // The guard unmounted the dead mount; recovery runs at the next mount.
+  // The guard unmounted the dead mount. fsck finds the copies in flight, discards them, and
+  // verifies every published copy byte for byte against the backing store.
+  CommandResult fsck = testing::Run(
+      {ClairfsBin(), "fsck", "--cache", cache_, "--verify", "--backing", backing_, "--json"});
+  ASSERT_EQ(fsck.exit_code, 0) << fsck.out << fsck.err;
+  auto report = nlohmann::json::parse(fsck.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << fsck.out;
+  EXPECT_GE(report["recovery"]["temp_removed"].get<uint64_t>(), 2u) << fsck.out;
+  EXPECT_EQ(report["verify"]["mismatched"].get<uint64_t>(), 0u) << fsck.out;
+  EXPECT_EQ(report["verify"]["checked"], report["verify"]["equal"]) << fsck.out;
+  EXPECT_EQ(std::distance(fsys::directory_iterator(cache_ + "/tmp"), fsys::directory_iterator()),
+            0);
   ClairfsMount m(backing_, mnt_, cache_);
   auto r = m.Mount();
   ASSERT_EQ(r.exit_code, 0) << r.err;
