@@ -90,7 +90,13 @@ nlohmann::json PlanRuntime::StatusJson() {
 void PlanRuntime::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, kPassInterval);
+    // Without a plan (or once a dropped plan is handled) sleep until Set or Stop: a mount
+    // without a plan must not wake a thread every few milliseconds.
+    if (!tracker_ || (rekeyed_drop_ && tracker_->dropped())) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_for(lock, kPassInterval);
+    }
     if (stopping_) break;
     std::shared_ptr<PlanTracker> tracker = tracker_;
     if (!tracker) continue;
