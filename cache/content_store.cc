@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "planner/fnv1a.h"
 #include "planner/log.h"
 
 namespace clairfs {
@@ -15,15 +16,6 @@ namespace {
 
 constexpr uint8_t kEntryVersion = 1;
 constexpr uint64_t kBlock = 4096;
-
-uint64_t Fnv1a64(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // Space a file of `size` bytes is expected to take: whole blocks, plus one for metadata.
 uint64_t EstimateAlloc(uint64_t size) { return (size + kBlock - 1) / kBlock * kBlock + kBlock; }

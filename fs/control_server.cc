@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "planner/fnv1a.h"
 #include "planner/log.h"
 
 namespace clairfs {
@@ -37,20 +38,12 @@ bool SendAll(int fd, const std::string& data) {
   return true;
 }
 
-uint64_t Fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 }  // namespace
 
 std::string ControlSocketPathFor(const std::string& mountpoint, uid_t uid) {
   char name[40];
-  snprintf(name, sizeof(name), "%016llx.sock", static_cast<unsigned long long>(Fnv1a(mountpoint)));
+  snprintf(name, sizeof(name), "%016llx.sock",
+           static_cast<unsigned long long>(Fnv1a64(mountpoint)));
   if (uid == 0) return std::string("/run/clairfs/") + name;
   const char* xdg = getenv("XDG_RUNTIME_DIR");
   if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/clairfs/" + name;

@@ -30,6 +30,7 @@
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
 #include "fs/metrics_writer.h"
+#include "fs/mount_table.h"
 #include "fs/plan_handlers.h"
 #include "fs/plan_runtime.h"
 #include "fs/status_report.h"
@@ -49,20 +50,6 @@ std::string Canonical(const std::string& path) {
 
 bool IsInside(const std::string& inner, const std::string& outer) {
   return inner == outer || (outer == "/" ? true : inner.rfind(outer + "/", 0) == 0);
-}
-
-std::string UnescapeMountinfo(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      out.push_back(
-          static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
 }
 
 // Startup failures that the parent prints as one line.
@@ -338,13 +325,8 @@ void NotifySystemdReady() {
 }  // namespace
 
 bool IsMountpoint(const std::string& canonical_path) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, devno, root, mountpoint;
-    fields >> id >> parent >> devno >> root >> mountpoint;
-    if (UnescapeMountinfo(mountpoint) == canonical_path) return true;
+  for (const MountTableEntry& m : ReadMountTable()) {
+    if (m.mountpoint == canonical_path) return true;
   }
   return false;
 }

@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstring>
 
+#include "planner/fnv1a.h"
+
 namespace clairfs {
 namespace {
 
@@ -70,12 +72,8 @@ void FillStream(uint64_t key, uint64_t offset, char* buf, size_t len) {
 }  // namespace
 
 uint64_t SyntheticPathKey(std::string_view relpath) {
-  uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a offset basis
-  for (char c : relpath) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001B3ULL;
-  }
-  return SplitMix64Finalize(h ^ 0x636C616972667321ULL);  // "clairfs!": a domain separator
+  return SplitMix64Finalize(Fnv1a64(relpath) ^
+                            0x636C616972667321ULL);  // "clairfs!": a domain separator
 }
 
 void FillSyntheticBytes(std::string_view relpath, uint64_t file_size, uint64_t offset, char* buf,

@@ -16,42 +16,20 @@
 #include <sstream>
 #include <thread>
 
+#include "fs/mount_table.h"
+
 namespace clairfs::testing {
 namespace fsys = std::filesystem;
 
 namespace {
 
-// Unescapes the octal escapes (\040 for space) used in /proc/self/mountinfo.
-std::string UnescapeMountPath(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      int value = (s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0');
-      out.push_back(static_cast<char>(value));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> FuseMountsUnder(const std::string& prefix) {
   std::vector<std::string> result;
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, devno, root, mountpoint;
-    fields >> id >> parent >> devno >> root >> mountpoint;
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype;
-    tail >> fstype;
-    if (fstype.rfind("fuse", 0) != 0) continue;
-    std::string path = UnescapeMountPath(mountpoint);
-    if (path == prefix || path.rfind(prefix + "/", 0) == 0) result.push_back(path);
+  for (const MountTableEntry& m : ReadMountTable()) {
+    if (m.fstype.rfind("fuse", 0) != 0) continue;
+    if (m.mountpoint == prefix || m.mountpoint.rfind(prefix + "/", 0) == 0) {
+      result.push_back(m.mountpoint);
+    }
   }
   return result;
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fs/daemon.h"
 #include "tools/control_client.h"
 #include "tools/subprocess.h"
 
@@ -31,18 +32,6 @@ Status MountStack::Run(const std::vector<std::string>& argv, const std::string& 
 }
 
 namespace {
-
-bool IsMountpoint(const std::string& path) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, dev, root, mp;
-    fields >> id >> parent >> dev >> root >> mp;
-    if (mp == path) return true;
-  }
-  return false;
-}
 
 // Waits until `pid` no longer exists; false after `seconds`.
 bool WaitForExit(pid_t pid, int seconds) {
