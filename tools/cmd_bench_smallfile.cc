@@ -7,15 +7,19 @@
 // stages every file; after staging is idle, CACHE/data/** holds exactly the copies the mount
 // serves. A warm-up pass reads both sides once (every page cache warm), then for each --threads
 // value both sides are read alternately --repeat times and the medians compared (ratio = direct
-// time / mount time, 1.0 = as fast as the copies). Each --read-mode gets its own mount over the
-// same cache. Output: a table, or one JSON object with --json. Exit codes 0, 1 failed, 2 usage.
-// Every mount is unmounted on every path; the work directory is removed unless --keep or --dir.
+// time / mount time, 1.0 = as fast as the copies). Each of --modes gets its own mount over the
+// same cache: passthrough (the kernel reads staged copies itself; opens and releases still reach
+// the daemon), pread and splice (passthrough off: the daemon serves reads the page cache misses,
+// by that method). Output: a table, or one JSON object with --json. Exit codes 0, 1 failed, 2
+// usage. Every mount is unmounted on every path; the work directory is removed unless --keep or
+// --dir.
 #include <dirent.h>
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +44,7 @@ struct SmallfileArgs {
   std::string size = "110K";
   std::string threads = "1,2";
   int repeat = 5;
-  std::string read_mode = "both";
+  std::string modes = "passthrough,pread,splice";
   bool quick = false;
   bool keep = false;
   bool json = false;
@@ -90,14 +94,20 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
   if (!size.ok()) return size.status().WithContext("--size");
   auto thread_counts = ParseIntList(args.threads, "--threads");
   if (!thread_counts.ok()) return thread_counts.status();
+  // passthrough: the kernel reads the staged copies (--passthrough auto: on when the daemon may
+  // have it); pread, splice: every open and (uncached) read through the daemon.
   std::vector<std::string> modes;
-  if (args.read_mode == "both") {
-    modes = {"pread", "splice"};
-  } else if (args.read_mode == "pread" || args.read_mode == "splice") {
-    modes = {args.read_mode};
-  } else {
-    return Status::Invalid("--read-mode: expected pread, splice or both");
+  for (std::string_view rest = args.modes; !rest.empty();) {
+    size_t comma = rest.find(',');
+    std::string mode(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (mode != "passthrough" && mode != "pread" && mode != "splice") {
+      return Status::Invalid("--modes: expected a list of passthrough, pread and splice, got '" +
+                             mode + "'");
+    }
+    modes.push_back(mode);
   }
+  if (modes.empty()) return Status::Invalid("--modes: empty");
   auto self = SelfExecutable();
   if (!self.ok()) return self.status();
 
@@ -137,7 +147,12 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
   nlohmann::json mode_results = nlohmann::json::array();
   MountStack stack(*self);
   for (size_t m = 0; m < modes.size(); ++m) {
-    std::vector<std::string> flags = {"--cache", cache, "--read-mode", modes[m]};
+    std::vector<std::string> flags = {"--cache", cache};
+    if (modes[m] == "passthrough") {
+      flags.insert(flags.end(), {"--passthrough", "auto"});
+    } else {
+      flags.insert(flags.end(), {"--passthrough", "off", "--read-mode", modes[m]});
+    }
     if (m > 0) flags.insert(flags.end(), {"--manifest", "reuse"});
     CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(*backing, *mnt, flags));
     if (m == 0) {
@@ -203,6 +218,8 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
     auto status = MountStatus(*mnt);
     if (!status.ok()) return status.status();
     nlohmann::json result = {{"read_mode", modes[m]},
+                             {"passthrough", (*status)["passthrough"]},
+                             {"held_copy_opens", (*status)["held_copy_opens"]},
                              {"read", reads},
                              {"stat", Pair(stat_direct, stat_mount)},
                              {"list", Pair(list_direct, list_mount)},
@@ -225,11 +242,15 @@ void PrintTable(const nlohmann::json& r) {
   printf("smallfile: %llu staged files of %s, open+read+close, page caches warm, median of %d\n",
          static_cast<unsigned long long>(r["files"]), FormatBytes(r["file_size"]).c_str(),
          static_cast<int>(r["repeat"]));
-  printf("%-8s %-22s %12s %12s %8s\n", "mode", "workload", "direct", "through mount", "ratio");
+  printf("%-11s %-22s %12s %12s %8s\n", "mode", "workload", "direct", "through mount", "ratio");
   for (const auto& m : r["modes"]) {
     std::string mode = m["read_mode"];
+    if (mode == "passthrough" && m["passthrough"].value("state", "off") != "on") {
+      printf("(passthrough unavailable: %s; the passthrough rows read through the daemon)\n",
+             m["passthrough"].value("reason", std::string("?")).c_str());
+    }
     auto line = [&](const std::string& what, const nlohmann::json& p) {
-      printf("%-8s %-22s %10.3f s %10.3f s %7.2fx\n", mode.c_str(), what.c_str(),
+      printf("%-11s %-22s %10.3f s %10.3f s %7.2fx\n", mode.c_str(), what.c_str(),
              static_cast<double>(p["direct_seconds"]), static_cast<double>(p["mount_seconds"]),
              static_cast<double>(p["ratio"]));
     };
@@ -258,7 +279,10 @@ void RegisterBenchSmallfile(CLI::App& bench) {
   cmd->add_option("--threads", args->threads, "Reader thread counts, e.g. 1,2 (default 1,2)");
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 5)")
       ->check(CLI::Range(1, 100));
-  cmd->add_option("--read-mode", args->read_mode, "pread, splice or both (default both)");
+  cmd->add_option("--modes", args->modes,
+                  "Mounts to measure, in order: passthrough (kernel passthrough for staged "
+                  "files, when available), pread and splice (passthrough off: every read that "
+                  "misses the page cache goes through the daemon by that method); default all");
   cmd->add_flag("--quick", args->quick, "Fewer files and repetitions (1000 files, 3 runs)");
   cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");
   cmd->add_flag("--json", args->json, "Print one JSON object");
