@@ -138,7 +138,7 @@ Result<bool> FileSystem::Revalidate(ManifestNode* node) {
   return true;
 }
 
-Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
+Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
     return Status::Error(EROFS, "read-only filesystem");
   }
@@ -174,8 +174,12 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
         opened->file->held_handle = handle;
         return opened;
       }
-      auto fd = env_->Open(copy->data_path, O_RDONLY | O_NOATIME);
-      if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
+      if (!open_copy_now) {
+        counters_.hits.Add(1);
+        return OpenFrom(-1, true, ino, identity, std::move(node->path), open_start,
+                        std::move(result), std::move(copy->data_path));
+      }
+      auto fd = OpenCopy(copy->data_path);
       if (fd.ok()) {
         counters_.hits.Add(1);
         return OpenFrom(*fd, true, ino, identity, std::move(node->path), open_start,
@@ -199,14 +203,42 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags) {
   return OpenFrom(*fd, false, ino, identity, std::move(node->path), open_start, std::move(result));
 }
 
-Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t offset) {
-  if (file.fd < 0) {
+Result<int> FileSystem::OpenCopy(const std::string& data_path) {
+  auto fd = env_->Open(data_path, O_RDONLY | O_NOATIME);
+  if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(data_path, O_RDONLY);
+  return fd;
+}
+
+Result<int> FileSystem::DataFd(OpenFile& file) {
+  int fd = file.fd.load(std::memory_order_acquire);
+  if (fd >= 0) return fd;
+  if (file.held_handle >= 0) {
     // A held-copy open is answered in passthrough: the kernel reads the copy itself.
     Log(LogLevel::kWarn, "READ of %s reached the daemon for a passthrough open", file.path.c_str());
     return Status::Error(EIO, "no daemon fd for a passthrough open");
   }
+  auto opened = OpenCopy(file.data_path);
+  if (!opened.ok() && opened.status().code() == ENOENT) {
+    opened = env_->Open(config_.backing_root + "/" + file.path, O_RDONLY | O_NOFOLLOW);
+  }
+  if (!opened.ok()) return opened.status();
+  // Concurrent first READs: one fd wins, the others are closed.
+  int expected = -1;
+  if (!file.fd.compare_exchange_strong(expected, *opened, std::memory_order_acq_rel)) {
+    (void)env_->Close(*opened);
+    return expected;
+  }
+  return *opened;
+}
+
+Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t offset) {
+  auto fd = DataFd(file);
+  if (!fd.ok()) {
+    Log(LogLevel::kWarn, "read %s: %s", file.path.c_str(), fd.status().message().c_str());
+    return Status::Error(EIO, fd.status().message());
+  }
   const double start = Elapsed();
-  auto n = env_->Pread(file.fd, buf, size, offset);
+  auto n = env_->Pread(*fd, buf, size, offset);
   if (!n.ok()) {
     if (!file.from_cache) counters_.backing_errors.Add(1);
     Log(LogLevel::kWarn, "read %s (%s) failed: %s", file.path.c_str(),
@@ -231,7 +263,7 @@ void FileSystem::NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, doubl
 void FileSystem::Release(std::unique_ptr<OpenFile> file) {
   if (!file) return;
   const double start = Elapsed();
-  if (file->fd >= 0) (void)env_->Close(file->fd);
+  if (int fd = file->fd.load(std::memory_order_acquire); fd >= 0) (void)env_->Close(fd);
   file_stats_.Merge(file->path, file->from_cache ? ReadSource::kCache : ReadSource::kBacking,
                     file->stats.OnClose(start, Elapsed()));
 }

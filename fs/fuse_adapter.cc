@@ -159,13 +159,14 @@ void OnReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
 void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   FuseAdapter* adapter = AdapterOf(req);
   FileSystem* fs = adapter->fs();
-  auto opened = fs->Open(ino, fi->flags);
+  KernelPassthrough* passthrough = adapter->passthrough();
+  // Passthrough registers the copy's fd at once; otherwise it is opened at the first READ.
+  auto opened = fs->Open(ino, fi->flags, /*open_copy_now=*/passthrough != nullptr);
   if (!opened.ok()) return ReplyError(req, opened.status(), "open");
   OpenFile* file = opened->file.release();
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->keep_cache = opened->keep_cache ? 1 : 0;
   fi->noflush = 1;  // nothing to flush on a read-only file: save the FLUSH round trip on close
-  KernelPassthrough* passthrough = adapter->passthrough();
   if (file->held_handle >= 0) {
     // Claimed a copy the kernel already holds (only passthrough hands out handles).
     fi->keep_cache = 0;
@@ -205,11 +206,13 @@ void OnRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file
   if (adapter->options().read_mode == ReadMode::kSplice) {
     // Let libfuse splice from the fd into /dev/fuse (no copy through user space).
     FileSystem* fs = adapter->fs();
+    auto fd = fs->DataFd(*file);
+    if (!fd.ok()) return ReplyError(req, Status::Error(EIO, fd.status().message()), "read");
     uint64_t avail = off < static_cast<off_t>(file->size) ? file->size - off : 0;
     fs->NoteRead(*file, static_cast<uint64_t>(off), std::min<uint64_t>(size, avail), fs->Elapsed());
     struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
     buf.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-    buf.buf[0].fd = file->fd;
+    buf.buf[0].fd = *fd;
     buf.buf[0].pos = off;
     fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
     return;

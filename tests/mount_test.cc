@@ -232,6 +232,49 @@ TEST_F(MountTest, StagedFilesServeWithoutBackingStoreAfterRemountWithReuse) {
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
+// Without passthrough a staged copy is opened at the first READ, not at open: an eviction in
+// between must not lose the reader's bytes (they then come from the backing file), in both
+// read modes, and concurrent first READs of one open must agree.
+TEST_F(MountTest, DeferredCopyOpenSurvivesEvictionBeforeTheFirstRead) {
+  const std::string content = RandomBytes(700000, 11);
+  WriteFile(backing_ + "/a.bin", content);
+  for (const char* mode : {"pread", "splice"}) {
+    SCOPED_TRACE(mode);
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount({"--passthrough", "off", "--read-mode", mode}).exit_code, 0);
+    ASSERT_EQ(ReadAll(mnt_ + "/a.bin"), content);
+    ASSERT_TRUE(m.WaitStagingIdle());
+    // Remount: the mount's page cache is gone, so READs reach the daemon.
+    ASSERT_EQ(m.Umount().exit_code, 0);
+    ASSERT_EQ(m.Mount({"--passthrough", "off", "--read-mode", mode}).exit_code, 0);
+    int fd = open((mnt_ + "/a.bin").c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(m.Status().value("hits", 0), 1);
+    CommandResult r = testing::Run({ClairfsBin(), "evict", mnt_, "a.bin"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> parts(4);
+    std::vector<std::thread> readers;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      readers.emplace_back([&, i] {
+        const size_t chunk = content.size() / parts.size();
+        std::string buf(chunk, '\0');
+        ssize_t n = pread(fd, buf.data(), chunk, static_cast<off_t>(i * chunk));
+        buf.resize(n < 0 ? 0 : static_cast<size_t>(n));
+        parts[i] = buf;
+      });
+    }
+    for (auto& t : readers) t.join();
+    close(fd);
+    const size_t chunk = content.size() / parts.size();
+    for (size_t i = 0; i < parts.size(); ++i) {
+      EXPECT_EQ(parts[i], content.substr(i * chunk, chunk)) << "part " << i;
+    }
+    EXPECT_EQ(ReadAll(mnt_ + "/a.bin"), content);
+    ASSERT_TRUE(m.WaitStagingIdle());
+    EXPECT_EQ(m.Umount().exit_code, 0);
+  }
+}
+
 TEST_F(MountTest, ChangedBackingFileIsNeverServedStale) {
   WriteFile(backing_ + "/a.bin", std::string(100000, 'a'));
   WriteFile(backing_ + "/b.bin", std::string(50000, 'b'));
