@@ -274,7 +274,8 @@ class AdminHandlers {
             if (outcome.status.ok()) {
               job->files_done++;
               job->bytes_done += size;
-            } else if (job->hot && outcome.status.code() == ENOSPC) {
+            } else if (job->hot &&
+                       (outcome.status.code() == ENOSPC || outcome.status.code() == EFBIG)) {
               job->files_skipped++;  // no room without evicting hotter copies: by design
             } else {
               job->files_failed++;

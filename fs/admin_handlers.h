@@ -18,7 +18,7 @@
 //           hottest files that fit in the room left without evicting, taken in heat order (a file
 //           that does not fit is left out and colder ones that still fit are taken); they are
 //           staged only into free room, never evicting. Files of a hot request that find no room
-//           are counted as skipped, not failed.
+//           (or exceed the capacity) are counted as skipped, not failed.
 //   stage_progress (anyone) {id} -> {files_total, bytes_total, files_done, bytes_done,
 //           files_failed, files_skipped, failed: [{path, errno, error}], pending, done}
 //   evict   (owner)  {paths | all: true, force} -> {evicted, evicted_bytes, skipped_pinned,
