@@ -331,6 +331,34 @@ TEST_F(HeatTest, EvictionUnderReadPressureKeepsHotFiles) {
   ASSERT_EQ(m.Umount().exit_code, 0);
 }
 
+TEST_F(HeatTest, APlanSetOnTheMountTakesOverFromHeatUntilCleared) {
+  std::map<std::string, std::pair<uint64_t, int>> hot;
+  for (int i = 0; i < 6; ++i) {
+    const std::string path = "f" + std::to_string(i);
+    WriteFile(backing_ + "/" + path, RandomBytes(3000, i));
+    hot[path] = {3000, 2};
+  }
+  const std::string log = dir_ / "hot.darshan";
+  WriteLog(log, "/pfs/data", hot);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--no-read-through"}).exit_code, 0);
+  ASSERT_EQ(Cli({"darshan", "import", mnt_, log, "--strip-prefix", "/pfs/data"}).exit_code, 0);
+  EXPECT_EQ(m.Status().value("eviction", ""), "heat");
+  CommandResult set = Cli(
+      {"plan", "set", mnt_, "--plan", "torch-distributed:seed=5,world=1", "--layout", "sorted"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(m.Status().value("eviction", ""), "lru");  // the heat policy steps aside
+  CommandResult r = Cli({"stage", mnt_, "--hot", "--fit"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("a plan is active"), std::string::npos) << r.err;
+  ASSERT_EQ(Cli({"plan", "clear", mnt_}).exit_code, 0);
+  EXPECT_EQ(m.Status().value("eviction", ""), "heat");
+  r = Cli({"stage", mnt_, "--hot", "--fit", "--wait"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Staged(mnt_).size(), hot.size());
+  ASSERT_EQ(m.Umount().exit_code, 0);
+}
+
 TEST_F(HeatTest, OfflineImportIntoAnUnmountedCacheAndRefusedWhileMounted) {
   const std::vector<std::string> logs = DlioLogs();
   const std::vector<std::string> dataset = MakeDlioTree();
