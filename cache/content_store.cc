@@ -17,12 +17,14 @@ namespace {
 constexpr uint8_t kEntryVersion = 1;
 constexpr uint64_t kBlock = 4096;
 
-// Space a file of `size` bytes is expected to take: whole blocks, plus one for metadata.
-uint64_t EstimateAlloc(uint64_t size) { return (size + kBlock - 1) / kBlock * kBlock + kBlock; }
-
 uint64_t AllocatedBytes(const struct stat& st) { return static_cast<uint64_t>(st.st_blocks) * 512; }
 
 }  // namespace
+
+// Space a file of `size` bytes is expected to take: whole blocks, plus one for metadata.
+uint64_t ContentStore::EstimateAlloc(uint64_t size) {
+  return (size + kBlock - 1) / kBlock * kBlock + kBlock;
+}
 
 std::string EncodeCacheEntry(const CacheEntryRecord& r) {
   std::string out;
@@ -209,7 +211,21 @@ bool ContentStore::FitsLocked(uint64_t need, uint64_t device_free) const {
   return true;
 }
 
-Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path) {
+Result<uint64_t> ContentStore::RoomWithoutEviction() {
+  struct statvfs vfs;
+  CLAIRFS_RETURN_IF_ERROR(env_->StatVfs(dir_->root(), &vfs));
+  const uint64_t device_free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  std::lock_guard<std::mutex> lock(space_mu_);
+  const uint64_t floor = reserved_bytes_ + options_.min_free;
+  uint64_t room = device_free > floor ? device_free - floor : 0;
+  if (capacity_ > 0) {
+    const uint64_t occupied = used_bytes_ + reserved_bytes_;
+    room = std::min(room, capacity_ > occupied ? capacity_ - occupied : 0);
+  }
+  return room;
+}
+
+Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path, bool may_evict) {
   for (;;) {
     {
       struct statvfs vfs;
@@ -228,7 +244,11 @@ Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path) {
         return Status::Ok();
       }
     }
-    auto victim = policy_->PickVictim([&](const std::string& p) {
+    if (!may_evict) {
+      return Status::Error(ENOSPC, "no room in the cache for " + for_path + " (" +
+                                       std::to_string(need) + " bytes) without evicting");
+    }
+    auto victim = policy_->PickVictimToAdmit(for_path, [&](const std::string& p) {
       if (p == for_path) return false;
       Shard& shard = ShardFor(p);
       std::lock_guard<std::mutex> lock(shard.mu);
@@ -237,14 +257,17 @@ Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path) {
     });
     if (!victim) {
       return Status::Error(ENOSPC, "no room in the cache for " + for_path + " (" +
-                                       std::to_string(need) + " bytes) and nothing to evict");
+                                       std::to_string(need) +
+                                       " bytes) and nothing to evict (every copy is pinned, in "
+                                       "use, or ranked above it by the eviction policy)");
     }
     Status st = RemoveEntry(*victim, /*force=*/false, /*count_eviction=*/true);
     if (!st.ok() && st.code() != ENOENT) return st;
   }
 }
 
-Result<StagingSlot> ContentStore::BeginStaging(const std::string& path, uint64_t size) {
+Result<StagingSlot> ContentStore::BeginStaging(const std::string& path, uint64_t size,
+                                               bool may_evict) {
   uint64_t need = EstimateAlloc(size);
   if (capacity_ > 0 && need > capacity_) {
     return Status::Error(
@@ -259,7 +282,8 @@ Result<StagingSlot> ContentStore::BeginStaging(const std::string& path, uint64_t
   }
   StagingSlot slot;
   slot.path = path;
-  Status st = MakeRoom(need, path);
+  slot.may_evict = may_evict;
+  Status st = MakeRoom(need, path, may_evict);
   if (!st.ok()) {
     Shard& shard = ShardFor(path);
     std::lock_guard<std::mutex> lock(shard.mu);
@@ -322,7 +346,7 @@ Status ContentStore::Commit(StagingSlot* slot, const FileIdentity& identity) {
   if (alloc > slot->reserved) {
     // The filesystem allocated more than estimated: make room for the difference first, so
     // the capacity holds at every instant.
-    st = MakeRoom(alloc - slot->reserved, slot->path);
+    st = MakeRoom(alloc - slot->reserved, slot->path, slot->may_evict);
     if (!st.ok()) return fail(st);
     slot->reserved = alloc;
   }

@@ -77,6 +77,7 @@ struct StagingSlot {
   std::string data_name;  // <xx>/<name> under CACHE/data
   int fd = -1;            // open for writing
   uint64_t reserved = 0;  // bytes reserved
+  bool may_evict = true;  // whether room for this copy may be made by evicting others
 };
 
 class ContentStore {
@@ -93,9 +94,10 @@ class ContentStore {
   std::optional<StagedCopy> Find(const std::string& path, bool touch = true);
   bool Contains(const std::string& path);
 
-  // Reserves room for `size` bytes (evicting others) and opens a temp file. ENOSPC if the file
-  // cannot fit; EEXIST if `path` is already published or being staged.
-  Result<StagingSlot> BeginStaging(const std::string& path, uint64_t size);
+  // Reserves room for `size` bytes (evicting others, as the policy admits, unless !may_evict)
+  // and opens a temp file. ENOSPC if the file cannot fit; EFBIG if it never could; EEXIST if
+  // `path` is already published or being staged.
+  Result<StagingSlot> BeginStaging(const std::string& path, uint64_t size, bool may_evict = true);
   // Makes the slot's bytes durable and publishes them as the copy of `identity`.
   Status Commit(StagingSlot* slot, const FileIdentity& identity);
   // Discards a slot (idempotent).
@@ -119,6 +121,10 @@ class ContentStore {
   std::vector<std::string> Paths();
   ContentStoreStats stats();
   uint64_t capacity() const { return capacity_; }
+  // Bytes that can be reserved now without evicting anything (capacity and free-space floor).
+  Result<uint64_t> RoomWithoutEviction();
+  // The space BeginStaging reserves for a file of `size` bytes (whole blocks plus one).
+  static uint64_t EstimateAlloc(uint64_t size);
   EvictionPolicy* policy() { return policy_.get(); }
 
  private:
@@ -141,7 +147,7 @@ class ContentStore {
   Shard& ShardFor(const std::string& path);
   Status Recover();
   // Evicts until `need` more bytes fit under capacity and min_free. Called without locks.
-  Status MakeRoom(uint64_t need, const std::string& for_path);
+  Status MakeRoom(uint64_t need, const std::string& for_path, bool may_evict);
   bool FitsLocked(uint64_t need, uint64_t device_free) const;
   Status RemoveEntry(const std::string& path, bool force, bool count_eviction);
   std::string NewDataName(const std::string& path);

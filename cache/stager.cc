@@ -49,7 +49,7 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
 Stager::~Stager() { Shutdown(); }
 
 bool Stager::Enqueue(const std::string& path, const FileIdentity& identity, StagePriority priority,
-                     Callback done) {
+                     Callback done, bool may_evict) {
   if (store_->Contains(path)) {
     if (done) done(StageOutcome{path, Status::Ok()});
     return false;
@@ -67,6 +67,7 @@ bool Stager::Enqueue(const std::string& path, const FileIdentity& identity, Stag
   if (auto p = pending_.find(path); p != pending_.end()) {
     auto node = queue_.extract(p->second);
     if (done) node.mapped().callbacks.push_back(std::move(done));
+    node.mapped().may_evict = node.mapped().may_evict && may_evict;
     if (static_cast<int>(priority) > static_cast<int>(node.mapped().priority)) {
       node.mapped().priority = priority;
       node.key() = QueueKey{-static_cast<int>(priority), node.key().second};
@@ -76,7 +77,7 @@ bool Stager::Enqueue(const std::string& path, const FileIdentity& identity, Stag
     return false;
   }
   QueueKey key{-static_cast<int>(priority), seq_++};
-  Request request{path, identity, priority, key.second, {}};
+  Request request{path, identity, priority, key.second, {}, may_evict};
   if (done) request.callbacks.push_back(std::move(done));
   queue_.emplace(key, std::move(request));
   pending_.emplace(path, key);
@@ -196,6 +197,7 @@ CopierHooks::Next Stager::NextForCopier(CopyJob* job) {
   in_flight_[request.path] = std::move(request.callbacks);
   job->path = std::move(request.path);
   job->identity = request.identity;
+  job->may_evict = request.may_evict;
   return CopierHooks::Next::kJob;
 }
 
@@ -267,10 +269,12 @@ Status Stager::CopyOne(const Request& request) {
   if (IdentityOf(before) != request.identity) {
     return skip(Status::Error(ESTALE, "backing file changed since it was listed"));
   }
-  auto slot = store_->BeginStaging(request.path, request.identity.size);
+  auto slot = store_->BeginStaging(request.path, request.identity.size, request.may_evict);
   if (!slot.ok()) {
     if (slot.status().code() == EEXIST) return Status::Ok();
-    if (slot.status().code() == EFBIG) return skip(slot.status());
+    if (slot.status().code() == EFBIG || slot.status().code() == ENOSPC) {
+      return skip(slot.status());
+    }
     failures_.fetch_add(1);
     LogOnce("stage-begin-" + std::to_string(slot.status().code()), LogLevel::kWarn,
             "staging %s failed: %s (files stay served from the backing store; logged once)",

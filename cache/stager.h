@@ -6,7 +6,10 @@
 // (--stage-bandwidth) so a node cannot flood the PFS. A copy is published only if the backing
 // file's identity equals the expected one before and after the copy; otherwise it is discarded.
 // Failures on the cache device (ENOSPC, EIO) drop that copy, are counted, and logged once per kind;
-// the file stays served from the backing store. Nothing here blocks a reader: Enqueue never waits.
+// the file stays served from the backing store. A file for which the store finds no room without
+// evicting a copy it must keep (pinned, ranked above it by the eviction policy, or any copy for a
+// request that may not evict) is skipped, not failed. Nothing here blocks a reader: Enqueue never
+// waits.
 //
 // Engines (StagerOptions::engine): the io_uring engine (cache/uring_copier.h) keeps `threads`
 // files in flight on one ring thread, with at most `buffers` chunk buffers (default `threads`);
@@ -85,9 +88,11 @@ class Stager {
   Stager& operator=(const Stager&) = delete;
 
   // Queues a copy of `path` expected to have `identity`. Returns false if it was already queued,
-  // in flight or staged (the callback, if any, then runs at once for the staged case).
+  // in flight or staged (the callback, if any, then runs at once for the staged case). With
+  // !may_evict the copy is made only into free room (ENOSPC otherwise); a request re-queued
+  // with !may_evict keeps that restriction.
   bool Enqueue(const std::string& path, const FileIdentity& identity, StagePriority priority,
-               Callback done = nullptr);
+               Callback done = nullptr, bool may_evict = true);
   // Drops a pending request (no-op if in flight or absent).
   void Cancel(const std::string& path);
   // Cancels everything pending and waits for in-flight copies.
@@ -104,6 +109,7 @@ class Stager {
     StagePriority priority;
     uint64_t seq;
     std::vector<Callback> callbacks;
+    bool may_evict = true;
   };
   using QueueKey = std::pair<int, uint64_t>;  // (-priority, seq): smallest first
 

@@ -224,11 +224,11 @@ struct UringCopier::Impl {
   static Status Errno(int res, const std::string& what) { return Status::FromErrno(-res, what); }
 
   void BeginCopy(FileCopy* f) {
-    auto slot = store->BeginStaging(f->job.path, f->job.identity.size);
+    auto slot = store->BeginStaging(f->job.path, f->job.identity.size, f->job.may_evict);
     if (!slot.ok()) {
       int code = slot.status().code();
       if (code == EEXIST) return Finish(f, CopyResult::kAlreadyStaged, Status::Ok());
-      if (code == EFBIG) return Finish(f, CopyResult::kSkipped, slot.status());
+      if (code == EFBIG || code == ENOSPC) return Finish(f, CopyResult::kSkipped, slot.status());
       LogOnce("stage-begin-" + std::to_string(code), LogLevel::kWarn,
               "staging %s failed: %s (files stay served from the backing store; logged once)",
               f->job.path.c_str(), slot.status().message().c_str());

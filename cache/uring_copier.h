@@ -53,10 +53,12 @@ struct UringCopierOptions {
 struct CopyJob {
   std::string path;  // relative to the backing root
   FileIdentity identity;
+  bool may_evict = true;  // passed to ContentStore::BeginStaging
 };
 
 // How one copy ended. kAlreadyStaged: published meanwhile by someone else (status ok).
-// kSkipped: the backing file is gone, changed, not regular, too large, or the copier is stopping.
+// kSkipped: the backing file is gone, changed, not regular, too large, finds no room it may take,
+// or the copier is stopping.
 // kFailed: an I/O error (logged).
 enum class CopyResult { kStaged, kAlreadyStaged, kSkipped, kFailed };
 

@@ -1,6 +1,7 @@
 // Admin ops on the control socket (see admin_handlers.h).
 #include "fs/admin_handlers.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <functional>
@@ -141,9 +142,11 @@ const char* TypeName(const NodeAttr& attr) {
 // One explicit stage request, updated by stager callbacks.
 struct StageJob {
   std::mutex mu;
+  bool hot = false;  // no room is a skip, not a failure
   uint64_t files_total = 0, bytes_total = 0;
   uint64_t files_done = 0, bytes_done = 0;
   uint64_t files_failed = 0;
+  uint64_t files_skipped = 0;
   uint64_t pending = 0;
   json failed = json::array();
 };
@@ -178,6 +181,7 @@ class AdminHandlers {
 
     json entries = json::array();
     bool truncated = false;
+    std::shared_ptr<const HeatMap> heat = s_.heat ? s_.heat->snapshot() : nullptr;
     auto add = [&](const std::string& path, const NodeAttr& attr) {
       if (entries.size() >= limit) {
         truncated = true;
@@ -191,11 +195,17 @@ class AdminHandlers {
       }
       if (filter == "staged" && (!attr.is_reg() || !staged)) return;
       if (filter == "unstaged" && (!attr.is_reg() || staged)) return;
+      json heat_per_byte = nullptr;
+      if (heat && attr.is_reg()) {
+        auto it = heat->find(path);
+        if (it != heat->end()) heat_per_byte = it->second.heat_per_byte;
+      }
       entries.push_back({{"path", Shown(path)},
                          {"type", TypeName(attr)},
                          {"size", attr.size},
                          {"staged", staged},
-                         {"pinned", pinned}});
+                         {"pinned", pinned},
+                         {"heat_per_byte", heat_per_byte}});
     };
     if (*recursive || !node->attr.is_dir()) {
       CLAIRFS_RETURN_IF_ERROR(ForEachFileUnder(*s_.manifest, *node, add));
@@ -230,10 +240,21 @@ class AdminHandlers {
         return Status::Invalid("field \"priority\" must be high, normal or low");
       }
     }
+    auto hot = BoolField(req, "hot");
+    if (!hot.ok()) return hot.status();
+    auto fit = BoolField(req, "fit");
+    if (!fit.ok()) return fit.status();
+    if (*fit && !*hot) return Status::Invalid("\"fit\" goes with \"hot\"");
     auto files = ExpandFiles(*s_.manifest, *paths);
     if (!files.ok()) return files.status();
+    if (*hot) {
+      auto selected = SelectHot(std::move(*files), *fit, reply);
+      if (!selected.ok()) return selected.status();
+      files = std::move(*selected);
+    }
 
     auto job = std::make_shared<StageJob>();
+    job->hot = *hot;
     uint64_t already = 0;
     for (const FileRef& f : *files) {
       job->files_total++;
@@ -245,22 +266,27 @@ class AdminHandlers {
     // No job lock here: the stager may run the callback inside Enqueue (already staged).
     for (const FileRef& f : *files) {
       uint64_t size = f.attr.size;
-      s_.stager->Enqueue(f.path, f.attr.identity(), priority,
-                         [job, size](const StageOutcome& outcome) {
-                           std::lock_guard<std::mutex> lock(job->mu);
-                           if (job->pending > 0) --job->pending;
-                           if (outcome.status.ok()) {
-                             job->files_done++;
-                             job->bytes_done += size;
-                           } else {
-                             job->files_failed++;
-                             if (job->failed.size() < kMaxFailedReported) {
-                               job->failed.push_back({{"path", outcome.path},
-                                                      {"errno", outcome.status.code()},
-                                                      {"error", outcome.status.message()}});
-                             }
-                           }
-                         });
+      s_.stager->Enqueue(
+          f.path, f.attr.identity(), priority,
+          [job, size](const StageOutcome& outcome) {
+            std::lock_guard<std::mutex> lock(job->mu);
+            if (job->pending > 0) --job->pending;
+            if (outcome.status.ok()) {
+              job->files_done++;
+              job->bytes_done += size;
+            } else if (job->hot &&
+                       (outcome.status.code() == ENOSPC || outcome.status.code() == EFBIG)) {
+              job->files_skipped++;  // no room without evicting hotter copies: by design
+            } else {
+              job->files_failed++;
+              if (job->failed.size() < kMaxFailedReported) {
+                job->failed.push_back({{"path", outcome.path},
+                                       {"errno", outcome.status.code()},
+                                       {"error", outcome.status.message()}});
+              }
+            }
+          },
+          /*may_evict=*/!*fit);
     }
     Log(LogLevel::kInfo, "stage request %llu: %llu files (%s), %llu already staged",
         static_cast<unsigned long long>(id), static_cast<unsigned long long>(job->files_total),
@@ -294,6 +320,7 @@ class AdminHandlers {
     (*reply)["files_done"] = job->files_done;
     (*reply)["bytes_done"] = job->bytes_done;
     (*reply)["files_failed"] = job->files_failed;
+    (*reply)["files_skipped"] = job->files_skipped;
     (*reply)["failed"] = job->failed;
     (*reply)["pending"] = job->pending;
     (*reply)["done"] = job->pending == 0;
@@ -418,6 +445,62 @@ class AdminHandlers {
   }
 
  private:
+  // The files of a `stage --hot` request: those with heat, hottest per byte first; with `fit`
+  // only those that fit in the room left without evicting. Fills reply["hot"].
+  Result<std::vector<FileRef>> SelectHot(std::vector<FileRef> files, bool fit, json* reply) {
+    if (s_.plan_active && s_.plan_active()) {
+      return Status::Error(EBUSY,
+                           "a plan is active on this mount: the plan decides what to stage and "
+                           "keep (clairfs plan clear first to stage by heat)");
+    }
+    std::shared_ptr<const HeatMap> heat = s_.heat ? s_.heat->snapshot() : nullptr;
+    if (!heat || heat->empty()) {
+      return Status::Error(ENODATA,
+                           "no heat is stored for this mount: import Darshan logs first "
+                           "(clairfs darshan import MOUNTPOINT LOG...)");
+    }
+    std::vector<std::pair<double, FileRef>> ranked;
+    uint64_t not_hot = 0;
+    for (FileRef& f : files) {
+      auto it = heat->find(f.path);
+      if (it == heat->end() || !(it->second.heat_per_byte > 0)) {
+        ++not_hot;
+        continue;
+      }
+      ranked.emplace_back(it->second.heat_per_byte, std::move(f));
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first > b.first;
+      return a.second.path < b.second.path;
+    });
+    const uint64_t hot_files = ranked.size();
+    uint64_t no_room = 0;
+    std::vector<FileRef> selected;
+    selected.reserve(ranked.size());
+    if (fit) {
+      auto room = s_.store->RoomWithoutEviction();
+      if (!room.ok()) return room.status();
+      uint64_t left = *room;
+      for (auto& [h, f] : ranked) {
+        if (s_.store->Contains(f.path)) {
+          selected.push_back(std::move(f));  // already in: costs no room
+          continue;
+        }
+        const uint64_t need = ContentStore::EstimateAlloc(f.attr.size);
+        if (need > left) {
+          ++no_room;
+          continue;
+        }
+        left -= need;
+        selected.push_back(std::move(f));
+      }
+    } else {
+      for (auto& [h, f] : ranked) selected.push_back(std::move(f));
+    }
+    (*reply)["hot"] = {{"hot_files", hot_files}, {"not_hot", not_hot}, {"no_room", no_room}};
+    return selected;
+  }
+
   uint64_t RememberJob(std::shared_ptr<StageJob> job) {
     std::lock_guard<std::mutex> lock(jobs_mu_);
     uint64_t id = next_id_++;
@@ -469,7 +552,7 @@ void RegisterAdminHandlers(ControlServer* server, AdminSources sources) {
       "ls", ControlAccess::kAnyone, {"path", "recursive", "filter", "limit"},
       [h](const json& r, const PeerCredentials&, json* out) { return h->Ls(r, out); });
   server->AddHandler(
-      "stage", ControlAccess::kOwner, {"paths", "priority"},
+      "stage", ControlAccess::kOwner, {"paths", "priority", "hot", "fit"},
       [h](const json& r, const PeerCredentials&, json* out) { return h->Stage(r, out); });
   server->AddHandler(
       "stage_progress", ControlAccess::kAnyone, {"id"},

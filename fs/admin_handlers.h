@@ -7,11 +7,20 @@
 // whole request (ENOENT), so a request either runs on everything it names or on nothing.
 //
 //   ls      (anyone) {path, recursive, filter: all|staged|unstaged, limit}
-//           -> {entries: [{path, type, size, staged, pinned}], truncated}
-//   stage   (owner)  {paths, priority: high|normal|low} -> {id, files, bytes, already_staged}
+//           -> {entries: [{path, type, size, staged, pinned, heat_per_byte}], truncated}
+//           heat_per_byte: the file's imported Darshan heat, null without heat.
+//   stage   (owner)  {paths, priority: high|normal|low, hot, fit}
+//           -> {id, files, bytes, already_staged[, hot: {hot_files, not_hot, no_room}]}
 //           Files are queued on the mount's stager; the request's progress is kept by id.
+//           hot: only files with heat (heat_per_byte > 0), queued hottest first; each may evict
+//           strictly colder copies, never hotter or equally hot ones (the heat eviction policy);
+//           refused (EBUSY) while a plan is active, ENODATA without heat. fit (with hot): the
+//           hottest files that fit in the room left without evicting, taken in heat order (a file
+//           that does not fit is left out and colder ones that still fit are taken); they are
+//           staged only into free room, never evicting. Files of a hot request that find no room
+//           (or exceed the capacity) are counted as skipped, not failed.
 //   stage_progress (anyone) {id} -> {files_total, bytes_total, files_done, bytes_done,
-//           files_failed, failed: [{path, errno, error}], pending, done}
+//           files_failed, files_skipped, failed: [{path, errno, error}], pending, done}
 //   evict   (owner)  {paths | all: true, force} -> {evicted, evicted_bytes, skipped_pinned,
 //           not_staged}. Pinned copies are skipped unless force (then also unpinned: removed).
 //           Pending staging of an evicted path is cancelled. Readers holding the file open keep
@@ -28,7 +37,10 @@
 
 #include <string>
 
+#include <functional>
+
 #include "cache/content_store.h"
+#include "cache/heat_store.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
 #include "fs/control_server.h"
@@ -42,6 +54,8 @@ struct AdminSources {
   Manifest* manifest;
   ContentStore* store;
   Stager* stager;
+  HeatStore* heat = nullptr;          // null: no heat (ls shows none, stage --hot is refused)
+  std::function<bool()> plan_active;  // may be empty (no plan ever)
 };
 
 void RegisterAdminHandlers(ControlServer* server, AdminSources sources);

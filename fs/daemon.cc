@@ -22,6 +22,8 @@
 
 #include "cache/cache_dir.h"
 #include "cache/content_store.h"
+#include "cache/heat_policy.h"
+#include "cache/heat_store.h"
 #include "cache/index_db.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
@@ -29,6 +31,7 @@
 #include "fs/control_server.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
+#include "fs/heat_handlers.h"
 #include "fs/metrics_writer.h"
 #include "fs/mount_table.h"
 #include "fs/plan_handlers.h"
@@ -131,11 +134,13 @@ struct Daemon {
   std::unique_ptr<CacheDir> cache_dir;
   std::unique_ptr<IndexDb> index;
   std::unique_ptr<Manifest> manifest;
+  std::unique_ptr<HeatStore> heat;
   std::unique_ptr<ContentStore> store;
   std::unique_ptr<Stager> stager;
   std::unique_ptr<FileSystem> fs;
   PassthroughState passthrough;       // written by the adapter, read by status
   PlanPolicy* plan_policy = nullptr;  // owned by store; set when mounted with --plan
+  HeatPolicy* heat_policy = nullptr;  // owned by store; set when mounted without --plan
   std::unique_ptr<PlanRuntime> plan;
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<FuseAdapter> adapter;
@@ -155,7 +160,8 @@ StatusSources StatusSourcesOf(Daemon* d) {
                         d->fs.get(),
                         d->started,
                         &d->passthrough,
-                        {}};
+                        {},
+                        d->heat.get()};
   PlanRuntime* plan_runtime = d->plan.get();
   sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
   return sources;
@@ -179,13 +185,27 @@ Status StartDaemon(Daemon* d) {
         d->paths.backing.c_str(), static_cast<unsigned long long>(s.files),
         FormatBytes(s.bytes).c_str(), static_cast<unsigned long long>(s.dirs), s.scan_seconds);
   }
+  auto heat = HeatStore::Open(d->index.get(), env);
+  if (!heat.ok()) return heat.status();
+  d->heat = std::move(*heat);
   ContentStoreOptions store_options{d->options.capacity, d->options.min_free};
-  std::unique_ptr<EvictionPolicy> policy = NewLruPolicy();
+  // With a plan at mount the plan decides; otherwise heat does (plain LRU while the index holds
+  // no heat, or while a plan set later is active).
+  std::unique_ptr<EvictionPolicy> policy;
   if (!d->options.plan.empty()) {
     auto plan_policy = std::make_unique<PlanPolicy>();
     d->plan_policy = plan_policy.get();
     policy = std::move(plan_policy);
+  } else {
+    auto heat_policy = std::make_unique<HeatPolicy>();
+    heat_policy->SetHeat(d->heat->snapshot());
+    d->heat_policy = heat_policy.get();
+    policy = std::move(heat_policy);
   }
+  const HeatSummary heat_summary = d->heat->summary();
+  Log(LogLevel::kInfo, "eviction: %s (%llu files with heat from %llu logs)", policy->name(),
+      static_cast<unsigned long long>(heat_summary.files_hot),
+      static_cast<unsigned long long>(heat_summary.logs));
   auto store =
       ContentStore::Open(d->cache_dir.get(), d->index.get(), env, store_options, std::move(policy));
   if (!store.ok()) return store.status();
@@ -227,6 +247,10 @@ Status StartDaemon(Daemon* d) {
   plan_deps.manifest = d->manifest.get();
   plan_deps.policy = d->plan_policy;
   plan_deps.backing_root = d->paths.backing;
+  if (HeatPolicy* heat_policy = d->heat_policy) {
+    // Heat steps aside while a plan is active.
+    plan_deps.on_plan_active = [heat_policy](bool active) { heat_policy->SetEnabled(!active); };
+  }
   d->plan = std::make_unique<PlanRuntime>(plan_deps);
   if (!d->options.plan.empty()) {
     PlanTrackerConfig plan_config;
@@ -245,8 +269,18 @@ Status StartDaemon(Daemon* d) {
   PlanRuntime* plan_runtime = d->plan.get();
   RegisterStatusHandlers(d->control.get(), status_sources);
   RegisterPlanHandlers(d->control.get(), plan_runtime);
-  RegisterAdminHandlers(d->control.get(), AdminSources{d->paths.mountpoint, d->manifest.get(),
-                                                       d->store.get(), d->stager.get()});
+  AdminSources admin{d->paths.mountpoint, d->manifest.get(),
+                     d->store.get(),      d->stager.get(),
+                     d->heat.get(),       [plan_runtime] { return plan_runtime->Active(); }};
+  RegisterAdminHandlers(d->control.get(), std::move(admin));
+  HeatStore* heat_store = d->heat.get();
+  HeatPolicy* heat_policy = d->heat_policy;
+  RegisterHeatHandlers(d->control.get(),
+                       HeatSources{d->manifest.get(), heat_store, [=] {
+                                     if (heat_policy != nullptr) {
+                                       heat_policy->SetHeat(heat_store->snapshot());
+                                     }
+                                   }});
   Status control = d->control->Start();
   if (!control.ok()) {
     Log(LogLevel::kWarn,
@@ -295,6 +329,7 @@ void StopDaemon(Daemon* d) {
   d->plan.reset();
   d->stager.reset();
   d->store.reset();
+  d->heat.reset();
   d->manifest.reset();
   if (d->index) {
     Status st = d->index->Flush();

@@ -31,6 +31,7 @@ Status PlanRuntime::Set(PlanTrackerConfig config) {
     rekeyed_drop_ = false;
   }
   if (deps_.policy != nullptr) deps_.policy->SetOracle(*tracker);
+  if (deps_.on_plan_active) deps_.on_plan_active(true);
   Log(LogLevel::kInfo, "plan %s: %llu files, %s", config.spec.c_str(),
       static_cast<unsigned long long>((*tracker)->num_files()),
       (*tracker)->StatusJson()["ranks"].dump().c_str());
@@ -45,7 +46,13 @@ void PlanRuntime::Clear() {
     old = std::move(tracker_);
   }
   if (deps_.policy != nullptr) deps_.policy->SetOracle(nullptr);
+  if (deps_.on_plan_active) deps_.on_plan_active(false);
   if (old) Log(LogLevel::kInfo, "plan cleared: back to read-through");
+}
+
+bool PlanRuntime::Active() {
+  std::shared_ptr<PlanTracker> t = tracker();
+  return t != nullptr && !t->dropped();
 }
 
 std::shared_ptr<PlanTracker> PlanRuntime::tracker() {
@@ -105,6 +112,7 @@ void PlanRuntime::Loop() {
         rekeyed_drop_ = true;
         lock.unlock();
         if (deps_.policy != nullptr) deps_.policy->Rekey();
+        if (deps_.on_plan_active) deps_.on_plan_active(false);
         lock.lock();
       }
       continue;

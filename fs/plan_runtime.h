@@ -18,6 +18,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -42,6 +43,9 @@ struct PlanRuntimeDeps {
   PlanPolicy* policy = nullptr;  // null when the store evicts by another policy
   std::string backing_root;
   size_t max_lookahead = 8192;  // planned positions examined per prefetch pass
+  // Told when a plan becomes active (Set) or stops being so (Clear, or the tracker dropped it);
+  // may be empty. Called without PlanRuntime's lock.
+  std::function<void(bool active)> on_plan_active;
 };
 
 class PlanRuntime final : public OpenObserver {
@@ -60,6 +64,8 @@ class PlanRuntime final : public OpenObserver {
   void Stop();
 
   bool OnOpen(const std::string& path) override;
+  // Whether a plan is set and not dropped.
+  bool Active();
   // The "plan" status object, or null without a plan.
   nlohmann::json StatusJson();
   std::shared_ptr<PlanTracker> tracker();

@@ -75,6 +75,16 @@ nlohmann::json BuildStatus(const StatusSources& s) {
        "the kernel reads passthrough files without the daemon: their reads are not counted, "
        "and bytes_from_cache is estimated as the whole file at each passthrough open"}};
   j["plan"] = s.plan ? s.plan() : nlohmann::json(nullptr);
+  j["eviction"] = s.store->policy()->name();
+  if (s.heat != nullptr) {
+    const HeatSummary heat = s.heat->summary();
+    j["heat"] = {{"files", heat.files},
+                 {"files_hot", heat.files_hot},
+                 {"logs", heat.logs},
+                 {"imported_at_ns", heat.imported_at_ns}};
+  } else {
+    j["heat"] = nullptr;
+  }
   j["counters_note"] =
       "counts what reaches the daemon; reads served by the kernel page cache are not seen";
   return j;

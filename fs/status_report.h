@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/content_store.h"
+#include "cache/heat_store.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
 #include "fs/control_server.h"
@@ -32,6 +33,7 @@ struct StatusSources {
   std::chrono::steady_clock::time_point started;
   const PassthroughState* passthrough = nullptr;  // null: reported as off
   std::function<nlohmann::json()> plan;  // the "plan" object (null without a plan); may be empty
+  const HeatStore* heat = nullptr;       // null: "heat" is reported as null
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

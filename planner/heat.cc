@@ -1,9 +1,13 @@
 // Heat merging, prefix detection and ranking over Darshan logs (see heat.h).
 #include "planner/heat.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -38,7 +42,7 @@ std::optional<std::string> Below(const std::string& path, const std::string& pre
   return path.substr(prefix.size() + 1);
 }
 
-Status ExpandInputs(const std::vector<std::string>& inputs, std::vector<std::string>* logs) {
+Status ExpandInputsInto(const std::vector<std::string>& inputs, std::vector<std::string>* logs) {
   namespace fs = std::filesystem;
   for (const std::string& input : inputs) {
     std::error_code ec;
@@ -63,6 +67,29 @@ Status ExpandInputs(const std::vector<std::string>& inputs, std::vector<std::str
 }
 
 }  // namespace
+
+void MergeHeatCounters(HeatCounters* into, const HeatCounters& from) {
+  into->bytes_read += from.bytes_read;
+  into->reads += from.reads;
+  into->opens += from.opens;
+  into->max_byte_read = std::max(into->max_byte_read, from.max_byte_read);
+  into->read_time += from.read_time;
+  into->records += from.records;
+}
+
+double HeatRereads(const HeatCounters& c) {
+  if (c.bytes_read == 0) return 0;
+  const double size = static_cast<double>(std::max<int64_t>(c.max_byte_read, 0)) + 1;
+  return static_cast<double>(c.bytes_read) / size;
+}
+
+double HeatPerByte(const HeatCounters& c) {
+  if (c.bytes_read == 0) return 0;
+  const double size = static_cast<double>(std::max<int64_t>(c.max_byte_read, 0)) + 1;
+  return (static_cast<double>(c.bytes_read) +
+          kOpCostBytes * static_cast<double>(c.reads + c.opens)) /
+         size;
+}
 
 void AccumulateHeat(const darshan::DarshanLog& log, std::map<std::string, HeatCounters>* by_path,
                     size_t* special_names, size_t* unnamed_records) {
@@ -131,13 +158,8 @@ HeatTable RankHeat(std::map<std::string, HeatCounters> by_path) {
     HeatRecord r;
     r.path = path;
     r.counters = counters;
-    const double size = static_cast<double>(std::max<int64_t>(counters.max_byte_read, 0)) + 1;
-    if (counters.bytes_read > 0) {
-      r.rereads = static_cast<double>(counters.bytes_read) / size;
-      r.heat_per_byte = (static_cast<double>(counters.bytes_read) +
-                         kOpCostBytes * static_cast<double>(counters.reads + counters.opens)) /
-                        size;
-    }
+    r.rereads = HeatRereads(counters);
+    r.heat_per_byte = HeatPerByte(counters);
     table.files.push_back(std::move(r));
   }
   std::sort(table.files.begin(), table.files.end(), [](const HeatRecord& a, const HeatRecord& b) {
@@ -150,27 +172,33 @@ HeatTable RankHeat(std::map<std::string, HeatCounters> by_path) {
   return table;
 }
 
-Result<HeatTable> LoadHeat(const std::vector<std::string>& inputs, const HeatOptions& options) {
+Result<std::vector<std::string>> ExpandHeatInputs(const std::vector<std::string>& inputs) {
   std::vector<std::string> logs;
-  CLAIRFS_RETURN_IF_ERROR(ExpandInputs(inputs, &logs));
+  CLAIRFS_RETURN_IF_ERROR(ExpandInputsInto(inputs, &logs));
+  return logs;
+}
+
+Result<RawHeat> ReadHeatLogs(const std::vector<std::string>& log_files,
+                             const HeatOptions& options) {
   darshan::ReadOptions read_options;
   read_options.decode_dxt = false;
-  std::map<std::string, HeatCounters> by_abs;
-  size_t special = 0, unnamed = 0, records = 0, read = 0;
-  std::vector<std::string> skipped;
-  for (const std::string& path : logs) {
+  RawHeat raw;
+  for (const std::string& path : log_files) {
     Result<darshan::DarshanLog> log = darshan::ReadDarshanLogFile(path, read_options);
     if (!log.ok()) {
       if (!options.skip_bad_logs) return log.status();
-      skipped.push_back(log.status().message());
+      raw.skipped_logs.push_back(log.status().message());
     } else {
-      ++read;
-      records += log->posix.size() + log->stdio.size();
-      AccumulateHeat(*log, &by_abs, &special, &unnamed);
+      ++raw.logs;
+      raw.records += log->posix.size() + log->stdio.size();
+      AccumulateHeat(*log, &raw.by_path, &raw.special_names, &raw.unnamed_records);
     }
-    if (options.progress) options.progress(read + skipped.size(), logs.size());
+    if (options.progress) options.progress(raw.logs + raw.skipped_logs.size(), log_files.size());
   }
+  return raw;
+}
 
+HeatTable MapHeat(RawHeat raw, const HeatOptions& options) {
   std::function<bool(const std::string&)> exists = options.exists;
   if (!exists && !options.backing_root.empty()) {
     exists = [root = options.backing_root](const std::string& rel) {
@@ -182,18 +210,19 @@ Result<HeatTable> LoadHeat(const std::vector<std::string>& inputs, const HeatOpt
   while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
   if (prefix == "/") prefix.clear();
   bool detected = false;
-  const bool map_paths = !options.strip_prefix.empty() || !options.backing_root.empty();
+  const bool map_paths =
+      !options.strip_prefix.empty() || !options.backing_root.empty() || options.exists;
   if (options.strip_prefix.empty() && exists) {
     std::vector<std::string> paths;
-    paths.reserve(by_abs.size());
-    for (const auto& entry : by_abs) paths.push_back(entry.first);
+    paths.reserve(raw.by_path.size());
+    for (const auto& entry : raw.by_path) paths.push_back(entry.first);
     prefix = DetectStripPrefix(paths, exists, options.detection_sample).prefix;
     detected = true;
   }
 
   std::map<std::string, HeatCounters> by_rel;
   std::vector<std::string> unmatched;
-  for (auto& [abs, counters] : by_abs) {
+  for (auto& [abs, counters] : raw.by_path) {
     if (!map_paths) {
       by_rel[abs] = counters;
       continue;
@@ -203,21 +232,58 @@ Result<HeatTable> LoadHeat(const std::vector<std::string>& inputs, const HeatOpt
       unmatched.push_back(abs);
       continue;
     }
-    by_rel[*rel] = counters;
+    // Two logged spellings of one file ("/a//b", "/a/b") land on one relative path.
+    MergeHeatCounters(&by_rel[*rel], counters);
   }
   HeatTable table = RankHeat(std::move(by_rel));
   table.prefix = map_paths ? (prefix.empty() ? "/" : prefix) : "";
   table.prefix_detected = detected;
-  table.logs = read;
-  table.records = records;
-  table.special_names = special;
-  table.unnamed_records = unnamed;
+  table.logs = raw.logs;
+  table.records = raw.records;
+  table.special_names = raw.special_names;
+  table.unnamed_records = raw.unnamed_records;
   table.unmatched_paths = unmatched.size();
   for (size_t i = 0; i < unmatched.size() && i < options.max_unmatched_examples; ++i) {
     table.unmatched_examples.push_back(unmatched[i]);
   }
-  table.skipped_logs = std::move(skipped);
+  table.skipped_logs = std::move(raw.skipped_logs);
   return table;
+}
+
+Result<HeatTable> LoadHeat(const std::vector<std::string>& inputs, const HeatOptions& options) {
+  auto logs = ExpandHeatInputs(inputs);
+  if (!logs.ok()) return logs.status();
+  auto raw = ReadHeatLogs(*logs, options);
+  if (!raw.ok()) return raw.status();
+  return MapHeat(std::move(*raw), options);
+}
+
+Result<std::string> HeatLogId(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, path);
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  uint64_t size = 0;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status st = Status::FromErrno(errno, "reading " + path);
+      close(fd);
+      return st;
+    }
+    if (n == 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      hash ^= static_cast<unsigned char>(buf[i]);
+      hash *= 0x100000001b3ULL;
+    }
+    size += static_cast<uint64_t>(n);
+  }
+  close(fd);
+  char id[64];
+  snprintf(id, sizeof(id), "%016llx-%llu", static_cast<unsigned long long>(hash),
+           static_cast<unsigned long long>(size));
+  return std::string(id);
 }
 
 }  // namespace clairfs

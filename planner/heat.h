@@ -17,8 +17,13 @@
 // silently dropped. Special names (<STDIN>, heatmap:POSIX, anything not absolute) are skipped
 // and counted.
 //
-// Thread-safety: pure functions over their inputs; LoadHeat reads the log files and, when
-// `backing_root` is set, stats files below it.
+// LoadHeat is three steps that callers may also run apart (`clairfs darshan import` reads the
+// logs on the client and maps the paths onto the mount's manifest in the daemon):
+// ExpandHeatInputs (which files), ReadHeatLogs (absolute path -> merged counters), MapHeat
+// (prefix, matching, ranking). Stored heat is merged again with MergeHeatCounters.
+//
+// Thread-safety: pure functions over their inputs; LoadHeat, ReadHeatLogs and HeatLogId read
+// log files and, when `backing_root` is set, LoadHeat and MapHeat stat files below it.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +82,13 @@ struct HeatOptions {
   size_t max_unmatched_examples = 10;
 };
 
+// Counters merged from several sources: sums, the highest byte read is the maximum.
+void MergeHeatCounters(HeatCounters* into, const HeatCounters& from);
+// bytes_read / (max_byte_read + 1); 0 if nothing was read.
+double HeatRereads(const HeatCounters& counters);
+// (bytes_read + kOpCostBytes * (reads + opens)) / (max_byte_read + 1); 0 if nothing was read.
+double HeatPerByte(const HeatCounters& counters);
+
 // Adds every POSIX and STDIO record of `log` to `by_path` (keyed by absolute path).
 void AccumulateHeat(const darshan::DarshanLog& log, std::map<std::string, HeatCounters>* by_path,
                     size_t* special_names, size_t* unnamed_records);
@@ -94,8 +106,32 @@ PrefixGuess DetectStripPrefix(const std::vector<std::string>& paths,
 // Ranks merged counters (already keyed by final path).
 HeatTable RankHeat(std::map<std::string, HeatCounters> by_path);
 
+// Log files named by `inputs`: files as given, directories as every *.darshan below them
+// (sorted). ENOENT and such name the input.
+Result<std::vector<std::string>> ExpandHeatInputs(const std::vector<std::string>& inputs);
+
+// Counters of every log merged per absolute path, before any mapping.
+struct RawHeat {
+  std::map<std::string, HeatCounters> by_path;
+  size_t logs = 0;  // logs read
+  size_t records = 0;
+  size_t special_names = 0;
+  size_t unnamed_records = 0;
+  std::vector<std::string> skipped_logs;  // "path: error" (with skip_bad_logs)
+};
+// Reads `log_files` (options: skip_bad_logs, progress).
+Result<RawHeat> ReadHeatLogs(const std::vector<std::string>& log_files, const HeatOptions& options);
+
+// Maps raw heat onto the backing root (options: backing_root, strip_prefix, exists,
+// detection_sample, max_unmatched_examples) and ranks it; the log counts are carried over.
+HeatTable MapHeat(RawHeat raw, const HeatOptions& options);
+
 // Expands `inputs` (log files, or directories meaning every *.darshan below them), reads every
 // log and returns the ranked, mapped table.
 Result<HeatTable> LoadHeat(const std::vector<std::string>& inputs, const HeatOptions& options);
+
+// An identity of a log file's content ("<fnv1a64 hex>-<size>"), so that importing the same log
+// twice can be recognised. Reads the file.
+Result<std::string> HeatLogId(const std::string& path);
 
 }  // namespace clairfs

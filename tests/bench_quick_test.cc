@@ -1,12 +1,14 @@
-// `clairfs bench {epoch,smallfile,bigfile,manifest} --quick --json`: each instrument runs end to
-// end and its output satisfies invariants that hold whatever the machine's speed (timings are
+// `clairfs bench {epoch,smallfile,bigfile,manifest,heat} --quick --json`: each instrument runs end
+// to end and its output satisfies invariants that hold whatever the machine's speed (timings are
 // never checked): every byte expected was read, a cache of 150% of the dataset serves epochs
 // >= 2 without touching the backing store, LRU never beats Belady, the daemon's RSS and fd count
-// are reported and the fd count is small, and nothing stays mounted or on disk afterwards.
+// are reported and the fd count is small, heat staging fills the capacity with the hot small
+// files and largest-first with a large one, and nothing stays mounted or on disk afterwards.
 // Each run gets its own TMPDIR so leftovers are attributable.
 #include <dirent.h>
 
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -121,6 +123,38 @@ TEST(BenchQuick, ManifestReportsRssAndFewFds) {
   }
   EXPECT_GT(j["mount_seconds"].get<double>(), 0);
   EXPECT_GT(j["reuse_mount_seconds"].get<double>(), 0);
+}
+
+TEST(BenchQuick, HeatStagesHotSmallFilesAndEveryPassReadsEverything) {
+  nlohmann::json j = RunBench({"heat"});
+  ASSERT_TRUE(j.contains("configs")) << j.dump();
+  const uint64_t capacity = j["capacity_bytes"];
+  ASSERT_EQ(j["configs"].size(), 3u);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& c : j["configs"]) {
+    by_name[c["name"]] = c;
+    EXPECT_EQ(c["bytes_read"], j["bytes_expected"]) << c["name"];
+    EXPECT_LE(c["used_bytes"].get<uint64_t>(), capacity) << c["name"];
+    EXPECT_GT(c["median_seconds"].get<double>(), 0) << c["name"];
+    // Read once each, no read-through: every staged file is one hit, nothing is evicted.
+    EXPECT_EQ(c["hits"], c["staged_files"]) << c["name"];
+    EXPECT_EQ(c["evictions"], 0) << c["name"];
+    EXPECT_EQ(c["hits"].get<uint64_t>() + c["misses"].get<uint64_t>(),
+              j["small_files"].get<uint64_t>() + j["large_files"].get<uint64_t>())
+        << c["name"];
+  }
+  EXPECT_EQ(by_name["none"]["staged_files"], 0);
+  EXPECT_EQ(by_name["none"]["bytes_from_cache"], 0);
+  // The warm-up read small files more often: heat stages small files only, and more of them.
+  EXPECT_EQ(by_name["heat"]["staged_large"], 0);
+  EXPECT_GT(by_name["heat"]["staged_small"].get<uint64_t>(),
+            by_name["largest"]["staged_small"].get<uint64_t>());
+  EXPECT_EQ(by_name["heat"]["eviction"], "heat");
+  EXPECT_EQ(by_name["largest"]["staged_large"], 1);
+  EXPECT_EQ(by_name["largest"]["eviction"], "lru");
+  for (const char* r : {"heat_vs_none", "largest_vs_none", "heat_vs_largest"}) {
+    EXPECT_GT(j["ratios"][r].get<double>(), 0) << r;
+  }
 }
 
 }  // namespace

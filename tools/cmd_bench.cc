@@ -10,7 +10,7 @@ void RegisterBench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand(
       "bench",
       "Benchmark instruments: synthetic datasets, PFS emulator overhead, small and big files, "
-      "manifest scale, training epochs");
+      "manifest scale, training epochs, heat-guided staging");
   bench->require_subcommand(1);
   RegisterBenchMakeDataset(*bench);
   RegisterBenchVerifyDataset(*bench);
@@ -20,6 +20,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchBigfile(*bench);
   RegisterBenchManifest(*bench);
   RegisterBenchEpoch(*bench);
+  RegisterBenchHeat(*bench);
 }
 
 }  // namespace clairfs::cli

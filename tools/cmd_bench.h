@@ -2,7 +2,8 @@
 //
 // RegisterBench (commands.h) creates the `bench` parent and calls one Register function per
 // child below; each child lives in its own tools/cmd_bench_*.cc file. To add a child (epoch,
-// smallfile, bigfile, stage), declare its Register function here and call it from cmd_bench.cc.
+// smallfile, bigfile, stage, heat), declare its Register function here and call it from
+// cmd_bench.cc.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -25,5 +26,7 @@ void RegisterBenchBigfile(CLI::App& bench);
 void RegisterBenchManifest(CLI::App& bench);
 // `clairfs bench epoch`: training epochs over the emulated PFS, clairfs caches and local disk.
 void RegisterBenchEpoch(CLI::App& bench);
+// `clairfs bench heat`: one pass with the cache staged by heat per byte vs largest-first vs none.
+void RegisterBenchHeat(CLI::App& bench);
 
 }  // namespace clairfs::cli

@@ -3,6 +3,7 @@
 //   clairfs darshan dump LOG [--json]        records as darshan-parser prints them (or JSON)
 //   clairfs darshan top LOG|DIR... [...]     files ranked by read heat, merged over logs
 //   clairfs darshan reencode IN OUT [...]    rewrite a log as a format-3.41 log
+//   clairfs darshan import MOUNTPOINT LOG... store heat in a cache's index (cmd_darshan_import.cc)
 //
 // `darshan` is a parent command: other children (e.g. `import`) register themselves on it in
 // their own files. Exit codes: 0 done, 1 failed (unreadable or corrupt log), 2 usage.
@@ -73,7 +74,7 @@ int RunReencode(const ReencodeArgs& args) {
 
 void RegisterDarshan(CLI::App& app) {
   CLI::App* darshan = app.add_subcommand(
-      "darshan", "Read and write Darshan I/O logs (dump, rank hot files, re-encode)");
+      "darshan", "Read and write Darshan I/O logs (dump, rank hot files, import heat, re-encode)");
   darshan->require_subcommand(1);
 
   auto dump_args = std::make_shared<DumpArgs>();
@@ -86,6 +87,7 @@ void RegisterDarshan(CLI::App& app) {
   dump->callback([dump_args] { SetExitCode(RunDump(*dump_args)); });
 
   RegisterDarshanTop(darshan);
+  RegisterDarshanImport(darshan);
 
   auto reencode_args = std::make_shared<ReencodeArgs>();
   CLI::App* reencode = AddCommand(

@@ -9,5 +9,7 @@ namespace clairfs::cli {
 
 // Adds `top` under the `darshan` parent command.
 void RegisterDarshanTop(CLI::App* darshan);
+// Adds `import` (cmd_darshan_import.cc).
+void RegisterDarshanImport(CLI::App* darshan);
 
 }  // namespace clairfs::cli

@@ -1,4 +1,5 @@
-// `clairfs ls`: per-file cache state of a mount's dataset (staged or not, size, pinned).
+// `clairfs ls`: per-file cache state of a mount's dataset (staged or not, size, pinned, and the
+// imported Darshan heat per byte, "-" for none).
 #include <cstdio>
 #include <memory>
 
@@ -48,8 +49,12 @@ int RunLs(const LsArgs& a) {
                           : e.value("pinned", false) ? "pinned"
                           : e.value("staged", false) ? "staged"
                                                      : "unstaged";
-      printf("%-8s %10s  %s%s\n", state,
-             type == "dir" ? "-" : FormatBytes(e.value("size", uint64_t{0})).c_str(),
+      char heat[32] = "-";
+      if (e.contains("heat_per_byte") && e["heat_per_byte"].is_number()) {
+        snprintf(heat, sizeof(heat), "%.2f", e["heat_per_byte"].get<double>());
+      }
+      printf("%-8s %10s %9s  %s%s\n", state,
+             type == "dir" ? "-" : FormatBytes(e.value("size", uint64_t{0})).c_str(), heat,
              e.value("path", "").c_str(), type == "dir" ? "/" : "");
     }
   }
@@ -66,7 +71,7 @@ void RegisterLs(CLI::App& app) {
   auto args = std::make_shared<LsArgs>();
   CLI::App* cmd = AddCommand(&app, "ls",
                              "List the cache state of a mount's files: staged, unstaged or "
-                             "pinned, with sizes.");
+                             "pinned, with sizes and imported heat per byte.");
   cmd->add_option("MOUNTPOINT", args->mountpoint, "The mountpoint")->required();
   cmd->add_option("PATH", args->path,
                   "File or directory relative to the mount or absolute under it (default: root)");
@@ -76,7 +81,7 @@ void RegisterLs(CLI::App& app) {
   cmd->add_option("--limit", args->limit, "At most N entries (default 100000)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1000000}));
   cmd->add_flag("--json", args->json,
-                "Print {entries: [{path, type, size, staged, pinned}], truncated}");
+                "Print {entries: [{path, type, size, staged, pinned, heat_per_byte}], truncated}");
   cmd->callback([args]() { SetExitCode(RunLs(*args)); });
 }
 

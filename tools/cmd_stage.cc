@@ -6,6 +6,9 @@
 // copies dropped, stager) and serves the same two ops in-process, so both modes share validation,
 // expansion and progress reporting. A later mount on that cache finds the copies staged: its own
 // listing yields the same identities as long as the backing files did not change.
+//
+// --hot (online only) stages the files under the PATHs that have imported Darshan heat, hottest
+// per byte first; --fit keeps to the room left without evicting (fs/admin_handlers.h).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +50,8 @@ struct StageArgs {
   std::string cache;
   std::string capacity;
   int threads = 8;
+  bool hot = false;
+  bool fit = false;
 };
 
 using CallFn = std::function<Result<nlohmann::json>(const nlohmann::json&)>;
@@ -54,11 +59,27 @@ using CallFn = std::function<Result<nlohmann::json>(const nlohmann::json&)>;
 // Sends the stage request and, if asked, polls until done. Returns the exit code.
 int StageAndWait(const CallFn& call, const std::vector<std::string>& paths, const StageArgs& a) {
   auto started = std::chrono::steady_clock::now();
-  auto reply = call({{"op", "stage"}, {"paths", paths}, {"priority", a.priority}});
+  nlohmann::json request = {{"op", "stage"}, {"paths", paths}, {"priority", a.priority}};
+  if (a.hot) {
+    request["hot"] = true;
+    request["fit"] = a.fit;
+  }
+  auto reply = call(request);
   if (!reply.ok()) return Fail("stage", reply.status());
   uint64_t id = reply->value("id", uint64_t{0});
   uint64_t files = reply->value("files", uint64_t{0});
   uint64_t bytes = reply->value("bytes", uint64_t{0});
+  const nlohmann::json hot = reply->value("hot", nlohmann::json(nullptr));
+  if (!a.json && hot.is_object()) {
+    printf("hot: %llu files with heat, %llu without (not staged)",
+           static_cast<unsigned long long>(hot.value("hot_files", uint64_t{0})),
+           static_cast<unsigned long long>(hot.value("not_hot", uint64_t{0})));
+    if (a.fit) {
+      printf(", %llu left out (no room without evicting)",
+             static_cast<unsigned long long>(hot.value("no_room", uint64_t{0})));
+    }
+    printf("\n");
+  }
   if (!a.wait) {
     reply->erase("ok");
     if (a.json) {
@@ -80,9 +101,10 @@ int StageAndWait(const CallFn& call, const std::vector<std::string>& paths, cons
       return Fail("stage", p.status());
     }
     progress = std::move(*p);
-    meter.Update(
-        progress.value("files_done", uint64_t{0}) + progress.value("files_failed", uint64_t{0}),
-        progress.value("bytes_done", uint64_t{0}));
+    meter.Update(progress.value("files_done", uint64_t{0}) +
+                     progress.value("files_failed", uint64_t{0}) +
+                     progress.value("files_skipped", uint64_t{0}),
+                 progress.value("bytes_done", uint64_t{0}));
     if (progress.value("done", false)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -91,16 +113,23 @@ int StageAndWait(const CallFn& call, const std::vector<std::string>& paths, cons
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   progress.erase("ok");
   progress["seconds"] = seconds;
+  if (hot.is_object()) progress["hot"] = hot;
   uint64_t failed = progress.value("files_failed", uint64_t{0});
+  uint64_t skipped = progress.value("files_skipped", uint64_t{0});
   if (a.json) {
     printf("%s\n", progress.dump(2).c_str());
   } else {
     uint64_t done_bytes = progress.value("bytes_done", uint64_t{0});
-    printf("staged %llu of %llu files (%s) in %.1f s (%.1f MB/s), %llu failed\n",
+    printf("staged %llu of %llu files (%s) in %.1f s (%.1f MB/s), %llu failed",
            static_cast<unsigned long long>(progress.value("files_done", uint64_t{0})),
            static_cast<unsigned long long>(files), FormatBytes(done_bytes).c_str(), seconds,
            seconds > 0 ? static_cast<double>(done_bytes) / seconds / 1e6 : 0.0,
            static_cast<unsigned long long>(failed));
+    if (skipped > 0) {
+      printf(", %llu skipped (no room without evicting hotter copies)",
+             static_cast<unsigned long long>(skipped));
+    }
+    printf("\n");
   }
   if (failed == 0) return kExitOk;
   for (const auto& f : progress["failed"]) {
@@ -163,7 +192,8 @@ int RunOffline(const StageArgs& a, std::vector<std::string> paths) {
 
   // The admin ops in-process: never started, so no socket; the caller is the owner.
   ControlServer server("", getuid());
-  RegisterAdminHandlers(&server, AdminSources{backing, m, store->get(), stager.get()});
+  RegisterAdminHandlers(&server,
+                        AdminSources{backing, m, store->get(), stager.get(), nullptr, nullptr});
   PeerCredentials self{getpid(), getuid(), getgid()};
   CallFn call = [&](const nlohmann::json& request) -> Result<nlohmann::json> {
     nlohmann::json reply = nlohmann::json::parse(server.HandleLine(request.dump(), self));
@@ -185,6 +215,10 @@ int RunOffline(const StageArgs& a, std::vector<std::string> paths) {
 int RunStage(const StageArgs& a) {
   if (a.priority != "high" && a.priority != "normal" && a.priority != "low") {
     return UsageError("stage", "--priority must be high, normal or low");
+  }
+  if (a.fit && !a.hot) return UsageError("stage", "--fit goes with --hot");
+  if (a.hot && a.offline) {
+    return UsageError("stage", "--hot needs a running mount (import heat, then stage --hot)");
   }
   std::vector<std::string> paths;
   std::string mountpoint;
@@ -237,6 +271,11 @@ void RegisterStage(CLI::App& app) {
                 "Wait until every file is staged or failed; exit 1 if any failed");
   cmd->add_option("--priority", args->priority, "Queue priority (default high)")
       ->type_name("high|normal|low");
+  cmd->add_flag("--hot", args->hot,
+                "Stage the files with imported Darshan heat, hottest per byte first (files "
+                "without heat are not staged; colder copies may be evicted, hotter never)");
+  cmd->add_flag("--fit", args->fit,
+                "With --hot: only the hottest files that fit in the room left; never evicts");
   cmd->add_flag("--json", args->json, "Print the reply (or the final progress) as JSON");
   cmd->add_flag("--offline", args->offline,
                 "Fill a cache with no mount running (refused while a daemon holds the cache)");

@@ -71,8 +71,17 @@ void PrintHuman(const nlohmann::json& j) {
       printf("passthrough off (%s)\n", p.value("reason", "").c_str());
     }
   }
-  printf("evictions   %llu (%s)\n", static_cast<unsigned long long>(u("evictions")),
+  printf("evictions   %llu (%s)", static_cast<unsigned long long>(u("evictions")),
          FormatBytes(u("evicted_bytes")).c_str());
+  if (j.contains("eviction")) printf(", policy %s", j.value("eviction", "").c_str());
+  printf("\n");
+  if (j.contains("heat") && j["heat"].is_object() && j["heat"].value("files", uint64_t{0}) > 0) {
+    const auto& h = j["heat"];
+    printf("heat        %llu files with heat (%llu hot) from %llu Darshan logs\n",
+           static_cast<unsigned long long>(h.value("files", uint64_t{0})),
+           static_cast<unsigned long long>(h.value("files_hot", uint64_t{0})),
+           static_cast<unsigned long long>(h.value("logs", uint64_t{0})));
+  }
   if (j.contains("plan") && j["plan"].is_object()) {
     const auto& p = j["plan"];
     std::string ranks;
