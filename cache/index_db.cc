@@ -18,6 +18,14 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::shared_ptr<rocksdb::Cache>
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.cache_index_and_filter_blocks = true;  // keeps index memory inside the bounded cache
   table.pin_l0_filter_and_index_blocks_in_cache = true;
+  // Partitioned index and filters: a lookup loads 4 KiB partitions, not a table's whole index
+  // and filter (about 2 MB for a million names), which a bounded cache evicts and reloads on
+  // nearly every lookup: the cause of 1.5 ms per stat at 1M entries. The top level stays pinned.
+  table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  table.partition_filters = true;
+  table.metadata_block_size = 4096;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
+  table.pin_top_level_index_and_filter = true;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   options.write_buffer_size = 16 << 20;
   options.max_write_buffer_number = 2;
