@@ -219,6 +219,7 @@ Status StartDaemon(Daemon* d) {
   plan_deps.manifest = d->manifest.get();
   plan_deps.policy = d->plan_policy;
   plan_deps.backing_root = d->paths.backing;
+  plan_deps.stage_concurrency = d->options.stage_threads;
   d->plan = std::make_unique<PlanRuntime>(plan_deps);
   if (!d->options.plan.empty()) {
     PlanTrackerConfig plan_config;
