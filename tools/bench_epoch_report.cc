@@ -275,15 +275,15 @@ void PrintEpochTable(const nlohmann::json& r) {
 Status WriteEpochCsv(const nlohmann::json& result, const std::string& path) {
   std::ofstream csv(path);
   csv << "configuration,epoch,seconds,bytes,hits,misses,hit_ratio,backing_bytes,"
-         "belady_hit_ratio\n";
+         "belady_hit_ratio,bytes_staged_untimed\n";
   for (const auto& c : result["configs"]) {
     if (!c["implemented"]) continue;
     for (const auto& e : c["epochs"]) {
       csv << std::string(c["name"]) << "," << e["epoch"] << "," << e["seconds"] << "," << e["bytes"]
           << "," << e["hits"] << "," << e["misses"] << "," << e["hit_ratio"] << ","
           << e["backing_bytes"] << ","
-          << (e["belady_hit_ratio"].is_null() ? std::string() : e["belady_hit_ratio"].dump())
-          << "\n";
+          << (e["belady_hit_ratio"].is_null() ? std::string() : e["belady_hit_ratio"].dump()) << ","
+          << e.value("bytes_staged_untimed", uint64_t{0}) << "\n";
     }
   }
   if (!csv) return Status::Error(EIO, "cannot write " + path);

@@ -41,7 +41,8 @@ nlohmann::json EpochInvariants(const nlohmann::json& result);
 // Prints the table, the targets and (if present in `result`) the invariants on stdout.
 void PrintEpochTable(const nlohmann::json& result);
 
-// One CSV row per implemented configuration and epoch.
+// One CSV row per implemented configuration and epoch (bytes_staged_untimed: staged after the
+// readers finished the epoch, before the remount; 0 for direct reads).
 Status WriteEpochCsv(const nlohmann::json& result, const std::string& path);
 
 // Writes BASE.dat (epoch time per implemented configuration) and BASE.gp, then runs gnuplot to
