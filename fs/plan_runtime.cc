@@ -148,6 +148,10 @@ void PlanRuntime::UpdateLead(uint64_t cursor_time) {
     const double in_flight = sample_.in_flight_sum / static_cast<double>(sample_.passes);
     const double copy = in_flight / (static_cast<double>(staged) / seconds);
     copy_seconds_ = copy_seconds_ == 0 ? copy : (copy_seconds_ + copy) / 2;
+  } else if (sample_.in_flight_sum == 0) {
+    // Nothing was copied, so nothing was measured: halve the estimate, or a slow spell would
+    // leave every file to the reader for good (nothing staged, nothing measured again).
+    copy_seconds_ /= 2;
   }
   left_to_reader_ = static_cast<uint64_t>(kLeadMargin * reader_rate_ * copy_seconds_);
   sample_ = LeadSample{true, now, cursor_time, stats.files_staged, 0, 0};
