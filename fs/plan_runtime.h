@@ -12,11 +12,12 @@
 // quarter at high priority, except those the reader will reach before a copy could finish:
 // `left_to_reader` = 2 x the reader's pace (positions per second at the slowest cursor) x the
 // time a copy spends in flight (Little's law over the stager's counters), both measured over
-// 50 ms intervals. A copy that loses that race reads the file from the backing store a second
-// time and, once published, evicts a file the plan still needs. For the same reason a request
-// queued by an earlier pass that is no longer to be staged (the reader got there first, or it no
-// longer fits) is withdrawn while it waits (Stager::CancelUnwaited). Once a tracker drops its
-// plan the prefetcher stops and the policy is rekeyed to plain LRU order.
+// 50 ms intervals (one without copies halves the copy-time estimate, so that a slow spell does
+// not leave every file to the reader for good). A copy that loses that race reads the file from the
+// backing store a second time and, once published, evicts a file the plan still needs. For the same
+// reason a request queued by an earlier pass that is no longer to be staged (the reader got there
+// first, or it no longer fits) is withdrawn while it waits (Stager::CancelUnwaited). Once a tracker
+// drops its plan the prefetcher stops and the policy is rekeyed to plain LRU order.
 //
 // Thread-safety: all methods are thread-safe. OnOpen (FUSE threads) copies the tracker pointer
 // under a short mutex and calls PlanTracker::OnOpen. Set() builds the tracker (walks the
