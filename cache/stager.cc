@@ -103,6 +103,16 @@ void Stager::Cancel(const std::string& path) {
   if (IdleLocked()) idle_cv_.notify_all();
 }
 
+bool Stager::CancelUnwaited(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto p = pending_.find(path);
+  if (p == pending_.end() || !queue_[p->second].callbacks.empty()) return false;
+  queue_.erase(p->second);
+  pending_.erase(p);
+  if (IdleLocked()) idle_cv_.notify_all();
+  return true;
+}
+
 void Stager::Shutdown() {
   std::vector<Request> dropped;
   {

@@ -95,6 +95,9 @@ class Stager {
                Callback done = nullptr, bool may_evict = true);
   // Drops a pending request (no-op if in flight or absent).
   void Cancel(const std::string& path);
+  // Drops a pending request that no caller waits on (one without callbacks), e.g. a prefetch the
+  // plan no longer wants; a request someone waits for, or one in flight, stays. True if dropped.
+  bool CancelUnwaited(const std::string& path);
   // Cancels everything pending and waits for in-flight copies.
   void Shutdown();
   StagerStats stats();

@@ -246,6 +246,32 @@ TEST_F(StagerTest, CancelDropsAPendingRequest) {
   EXPECT_TRUE(store_->Contains("blocker"));
 }
 
+TEST_F(StagerTest, CancelUnwaitedKeepsRequestsSomeoneWaitsFor) {
+  Add("blocker", 10, 0);
+  Add("unwaited", 100, 1);
+  Add("waited", 100, 2);
+  env_.Hold("blocker");
+  StartStager(1);
+  ASSERT_TRUE(stager_->Enqueue("blocker", Identity("blocker"), StagePriority::kNormal));
+  ASSERT_TRUE(env_.WaitBlocked());
+  ASSERT_TRUE(stager_->Enqueue("unwaited", Identity("unwaited"), StagePriority::kNormal));
+  ASSERT_TRUE(stager_->Enqueue("waited", Identity("waited"), StagePriority::kNormal));
+  // A second request for "waited" brings a caller that waits for it.
+  Status waited_status = Status::Error(EINPROGRESS, "not delivered");
+  EXPECT_FALSE(stager_->Enqueue("waited", Identity("waited"), StagePriority::kNormal,
+                                [&](const StageOutcome& o) { waited_status = o.status; }));
+  EXPECT_TRUE(stager_->CancelUnwaited("unwaited"));
+  EXPECT_FALSE(stager_->CancelUnwaited("waited"));
+  EXPECT_FALSE(stager_->CancelUnwaited("blocker"));  // in flight
+  EXPECT_FALSE(stager_->CancelUnwaited("never-queued"));
+  env_.Release();
+  stager_->WaitIdle();
+  EXPECT_FALSE(store_->Contains("unwaited"));
+  EXPECT_TRUE(store_->Contains("waited"));
+  EXPECT_TRUE(waited_status.ok()) << waited_status.message();
+  EXPECT_TRUE(store_->Contains("blocker"));
+}
+
 TEST_F(StagerTest, ChangedBackingFileIsSkippedAndNotPublished) {
   Add("changed", 5000, 1);
   FileIdentity listed = Identity("changed");

@@ -1,7 +1,9 @@
 // PlanRuntime (see plan_runtime.h).
 #include "fs/plan_runtime.h"
 
+#include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -14,6 +16,10 @@ constexpr auto kPassInterval = std::chrono::milliseconds(3);
 constexpr uint64_t kBlock = 4096;
 // Staging runs this fraction of the capacity ahead of the slowest rank (further into free space).
 constexpr uint64_t kPrefetchDepthDivisor = 8;
+// The reader's pace and the copy time are measured over intervals of at least this long.
+constexpr double kLeadSampleSeconds = 0.05;
+// Positions left to the reader = margin x reader pace x time a copy spends in flight.
+constexpr double kLeadMargin = 2.0;
 
 }  // namespace
 
@@ -91,6 +97,7 @@ nlohmann::json PlanRuntime::StatusJson() {
   nlohmann::json j = t->StatusJson();
   j["memory_bytes"] = t->MemoryBytes();
   j["eviction"] = deps_.policy != nullptr ? "plan" : "lru";
+  j["left_to_reader"] = left_to_reader_.load();
   return j;
 }
 
@@ -135,10 +142,42 @@ std::optional<FileIdentity> PlanRuntime::IdentityOf(PlanTracker* tracker, uint32
   return id;
 }
 
+void PlanRuntime::UpdateLead(uint64_t cursor_time) {
+  const auto now = std::chrono::steady_clock::now();
+  const StagerStats stats = deps_.stager->stats();
+  if (!sample_.started || cursor_time < sample_.cursor_time) {
+    sample_ = LeadSample{true, now, cursor_time, stats.files_staged, 0, 0};
+    return;
+  }
+  sample_.in_flight_sum += stats.in_flight;
+  ++sample_.passes;
+  const double seconds = std::chrono::duration<double>(now - sample_.start).count();
+  if (seconds < kLeadSampleSeconds) return;
+  // Exponential averages with weight 1/2 per sample: a change of pace shows within a few samples.
+  const double rate = static_cast<double>(cursor_time - sample_.cursor_time) / seconds;
+  reader_rate_ = reader_rate_ == 0 ? rate : (reader_rate_ + rate) / 2;
+  const uint64_t staged = stats.files_staged - sample_.files_staged;
+  if (staged > 0) {
+    // Little's law: time in flight = files in flight / files finished per second.
+    const double in_flight = sample_.in_flight_sum / static_cast<double>(sample_.passes);
+    const double copy = in_flight / (static_cast<double>(staged) / seconds);
+    copy_seconds_ = copy_seconds_ == 0 ? copy : (copy_seconds_ + copy) / 2;
+  } else if (sample_.in_flight_sum == 0) {
+    // Nothing was copied, so nothing was measured: halve the estimate, or a slow spell would
+    // leave every file to the reader for good (nothing staged, nothing measured again).
+    copy_seconds_ /= 2;
+  }
+  left_to_reader_ = static_cast<uint64_t>(kLeadMargin * reader_rate_ * copy_seconds_);
+  sample_ = LeadSample{true, now, cursor_time, stats.files_staged, 0, 0};
+}
+
 void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   if (identities_owner_ != tracker) {  // a new plan: forget the old one's state
+    for (const std::string& path : queued_) deps_.stager->CancelUnwaited(path);
+    queued_.clear();
     identities_.clear();
     prefetched_ = 0;
+    sample_ = LeadSample{};
     identities_owner_ = tracker;
   }
   if (tracker->NeedsAdvance()) {
@@ -150,14 +189,19 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     if (deps_.policy != nullptr) deps_.policy->Rekey();
   }
   const uint64_t capacity = deps_.store->capacity();
-  const uint64_t budget = capacity == 0 ? UINT64_MAX : capacity / 100 * 95;
+  // The store reserves one block more than a file's rounded size while it is copied; the rest of
+  // the capacity is the plan's, so a cache as large as the dataset holds all of it.
+  const uint64_t slack = kBlock * static_cast<uint64_t>(std::max(1, deps_.stage_concurrency));
+  const uint64_t budget = capacity == 0 ? UINT64_MAX : capacity > slack ? capacity - slack : 0;
   const uint64_t depth = budget / kPrefetchDepthDivisor;
   const ContentStoreStats store = deps_.store->stats();
   const uint64_t occupied = store.used_bytes + store.reserved_bytes;
   const uint64_t free = budget > occupied ? budget - occupied : 0;
   std::vector<PlannedFile> upcoming = tracker->Upcoming(deps_.max_lookahead);
+  if (!upcoming.empty()) UpdateLead(upcoming.front().time);
   struct Admitted {
     uint32_t file;
+    uint64_t time;
     FileIdentity identity;
   };
   std::vector<Admitted> admitted;
@@ -178,21 +222,45 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     if (!cached) new_bytes += alloc;
     sum += alloc;
     horizon = planned.time;
-    admitted.push_back(Admitted{planned.file, *id});
+    admitted.push_back(Admitted{planned.file, planned.time, *id});
   }
   tracker->SetProtectUntil(horizon);
+  // Files the reader will open before a copy started now could be published are left to it: a
+  // copy that loses that race reads the file from the backing store a second time and evicts a
+  // file the plan still needs.
+  const uint64_t stage_from = upcoming.empty() ? 0 : upcoming.front().time + left_to_reader_.load();
   uint64_t lead = 0;
   bool contiguous = true;
-  for (size_t i = 0; i < admitted.size(); ++i) {
-    const std::string& path = tracker->PathOf(admitted[i].file);
-    if (deps_.store->Contains(path)) {
+  std::vector<const Admitted*> to_stage;
+  for (const Admitted& a : admitted) {
+    if (deps_.store->Contains(tracker->PathOf(a.file))) {
       if (contiguous) ++lead;
       continue;
     }
     contiguous = false;
+    if (a.time >= stage_from) to_stage.push_back(&a);
+  }
+  std::unordered_set<std::string_view> staging;
+  for (size_t i = 0; i < to_stage.size(); ++i) {
+    const std::string& path = tracker->PathOf(to_stage[i]->file);
+    staging.insert(path);
     const StagePriority priority =
-        i < admitted.size() / 4 ? StagePriority::kHigh : StagePriority::kNormal;
-    if (deps_.stager->Enqueue(path, admitted[i].identity, priority)) ++prefetched_;
+        i < to_stage.size() / 4 ? StagePriority::kHigh : StagePriority::kNormal;
+    if (deps_.stager->Enqueue(path, to_stage[i]->identity, priority)) {
+      ++prefetched_;
+      queued_.insert(path);
+    }
+  }
+  // A request queued by an earlier pass that is no longer to be staged (the reader is about to
+  // open the file or has opened it, or it no longer fits) is dropped while it waits, unless an
+  // explicit `clairfs stage` waits for it too; copies already in flight finish.
+  for (auto it = queued_.begin(); it != queued_.end();) {
+    if (staging.count(*it) != 0) {
+      ++it;
+      continue;
+    }
+    deps_.stager->CancelUnwaited(*it);
+    it = queued_.erase(it);
   }
   tracker->SetLead(lead, prefetched_);
 }

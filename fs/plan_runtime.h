@@ -4,18 +4,28 @@
 // The prefetcher wakes every few milliseconds, generates the next epoch when every rank has
 // entered the last loaded one, then walks the plan from the slowest cursor (at most
 // `max_lookahead` positions) and admits distinct files in plan order while their allocated sizes
-// fit in 1/8 of 95% of the cache capacity, or further while they fit in free space (prefetching
-// the whole capacity ahead would evict every retained file and refetch it). It sets the policy's
-// protection limit to the last admitted file's time (so nothing inside the window is evicted for
-// it) and enqueues the admitted files that are not staged yet, the nearest quarter at high
-// priority. Once a tracker drops its plan the prefetcher stops and the policy is rekeyed to plain
-// LRU order.
+// fit in 1/8 of the plan's budget (the capacity less one block per concurrent copy, which the
+// store reserves on top of a file's rounded size), or further while they fit in free space
+// (prefetching the whole capacity ahead would evict every retained file and refetch it). It sets
+// the policy's protection limit to the last admitted file's time (so nothing inside the window
+// is evicted for it) and enqueues the admitted files that are not staged yet, the nearest
+// quarter at high priority, except those the reader will reach before a copy could finish:
+// `left_to_reader` = 2 x the reader's pace (positions per second at the slowest cursor) x the
+// time a copy spends in flight (Little's law over the stager's counters), both measured over
+// 50 ms intervals (one without copies halves the copy-time estimate, so that a slow spell does
+// not leave every file to the reader for good). A copy that loses that race reads the file from the
+// backing store a second time and, once published, evicts a file the plan still needs. For the same
+// reason a request queued by an earlier pass that is no longer to be staged (the reader got there
+// first, or it no longer fits) is withdrawn while it waits (Stager::CancelUnwaited). Once a tracker
+// drops its plan the prefetcher stops and the policy is rekeyed to plain LRU order.
 //
 // Thread-safety: all methods are thread-safe. OnOpen (FUSE threads) copies the tracker pointer
 // under a short mutex and calls PlanTracker::OnOpen. Set() builds the tracker (walks the
 // dataset) on the caller's thread. Errors: Set returns the tracker's creation error.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -23,6 +33,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +57,7 @@ struct PlanRuntimeDeps {
   // Told when a plan becomes active (Set) or stops being so (Clear, or the tracker dropped it);
   // may be empty. Called without PlanRuntime's lock.
   std::function<void(bool active)> on_plan_active;
+  int stage_concurrency = 4;  // files the stager copies at once (--stage-threads)
 };
 
 class PlanRuntime final : public OpenObserver {
@@ -74,6 +86,9 @@ class PlanRuntime final : public OpenObserver {
   void Loop();
   void PrefetchPass(PlanTracker* tracker);
   std::optional<FileIdentity> IdentityOf(PlanTracker* tracker, uint32_t file);
+  // Measures the reader's pace (node time per second at the slowest cursor) and the time a copy
+  // spends in flight, and sets left_to_reader_ from them.
+  void UpdateLead(uint64_t cursor_time);
 
   PlanRuntimeDeps deps_;
   std::mutex mu_;  // guards tracker_, stopping_, rekeyed_drop_
@@ -86,6 +101,20 @@ class PlanRuntime final : public OpenObserver {
   // Prefetcher-thread state.
   std::unordered_map<uint32_t, FileIdentity> identities_;
   uint64_t prefetched_ = 0;
+  std::unordered_set<std::string> queued_;  // paths this prefetcher queued, maybe still pending
+  struct LeadSample {
+    bool started = false;
+    std::chrono::steady_clock::time_point start;
+    uint64_t cursor_time = 0;
+    uint64_t files_staged = 0;  // the stager's counter at start
+    double in_flight_sum = 0;   // copies in flight, summed over the passes since start
+    uint64_t passes = 0;
+  };
+  LeadSample sample_;
+  double reader_rate_ = 0;   // node time per second (exponential average)
+  double copy_seconds_ = 0;  // time a copy spends in flight (exponential average)
+  // Positions past the slowest cursor that are left to the reader (read by StatusJson).
+  std::atomic<uint64_t> left_to_reader_{0};
   PlanTracker* identities_owner_ = nullptr;
 };
 

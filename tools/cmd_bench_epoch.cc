@@ -1,31 +1,38 @@
 // `clairfs bench epoch`: training epochs in torch DistributedSampler order over the emulated PFS
-// directly, clairfs read-through (LRU) at several cache sizes over the same emulator, and the
-// local copy of the dataset directly (the limit), with the demand-MIN (Belady) hit ratio of the
-// same trace and cache size as the yardstick for the measured hit ratio.
+// directly, clairfs read-through (LRU) and clairfs with the readers' plan at several cache sizes
+// over the same emulator, and the local copy of the dataset directly (the limit), with the
+// demand-MIN (Belady) hit ratio of each run's recorded trace at the same cache size as the
+// yardstick for the measured hit ratio.
 //
 // Method: a synthetic image-folder dataset (imagenet-like sizes) is written locally and served by
 // `clairfs pfs-emu` with --open-latency and --bandwidth. The read order of rank --rank comes
 // from the planner: Plan("torch-distributed:seed=S,world=R") over the dataset's imagefolder
-// layout, per epoch. Each epoch is read by --threads threads taking the next sample in order
-// (open, read to the end in 1 MiB reads, close, then --work-ms of simulated compute). For clairfs,
-// each cache size gets a fresh cache directory and capacity = PERCENT of the dataset's bytes
-// rounded up to 4 KiB blocks; between epochs, read-through staging is waited for (not timed) and
-// the mount is remounted (--manifest reuse) so that every epoch starts without the mount's
-// kernel page cache, as on a node whose memory cannot hold the dataset. Counters (hits, misses,
-// bytes from the backing store, bytes staged) are per epoch. Configurations that clairfs does not
-// implement yet (plan-driven staging, heat) are printed as absent, never simulated.
+// layout, per absolute epoch 0, 1, ... Each epoch is read by --threads threads taking the next
+// sample in order (open, read to the end in 1 MiB reads, close, then --work-ms of simulated
+// compute); the order in which the threads call open(2) is recorded (the trace of opens reaching
+// the daemon). For clairfs, each policy and cache size gets a fresh cache directory and capacity
+// = PERCENT of the dataset's bytes rounded up to 4 KiB blocks (LRU and plan alternate per size,
+// so each pair runs under the same machine load); between epochs, staging is waited for (not
+// timed) and the mount is remounted (--manifest reuse) so that every epoch starts without the
+// mount's kernel page cache, as on a node whose memory cannot hold the dataset. The
+// plan configuration mounts with `--plan torch-distributed:seed=S,world=R,ranks=K-K,epochs=E,
+// start_epoch=e` for epoch e, so each remount resumes the plan at the epoch the readers are in.
+// Counters (hits, misses, bytes from the backing store, bytes staged, and the part staged after
+// the readers finished, untimed) are per epoch. Demand-MIN runs on the recorded opens of the same
+// run, all epochs in sequence. The heat configuration is printed as absent, never simulated.
+// Then the target ratios and, with --quick, the invariants are computed (bench_epoch_report.h).
 //
 // Output: a table, or one JSON object with --json; --csv FILE writes one row per configuration
 // and epoch; --chart FILE.png writes FILE.dat and a gnuplot chart of epoch time per
-// configuration. Exit codes 0, 1 failed, 2 usage. Mounts are always unmounted; the work
-// directory is removed unless --keep or --dir.
+// configuration. Exit codes 0; 1 failed, or with --quick an invariant does not hold; 2 usage.
+// Mounts are always unmounted; the work directory is removed unless --keep or --dir.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <memory>
 #include <thread>
 #include <unordered_map>
@@ -39,6 +46,7 @@
 #include "planner/plan_spec.h"
 #include "planner/synthetic_dataset.h"
 #include "planner/units.h"
+#include "tools/bench_epoch_report.h"
 #include "tools/bench_mounts.h"
 #include "tools/bench_support.h"
 #include "tools/cli.h"
@@ -64,6 +72,8 @@ struct EpochArgs {
   std::string capacities = "25,50,100,150";
   std::string open_latency = "2";
   std::string bandwidth = "200";
+  std::string plan_window;    // passed to plan mounts when set
+  std::string stage_threads;  // passed to every clairfs mount when set
   std::string chart;
   std::string csv;
   bool quick = false;
@@ -77,14 +87,19 @@ struct EpochRead {
   double seconds = 0;
   uint64_t files = 0;
   uint64_t bytes = 0;
+  // File ids in the order the threads called open(2): each thread takes the next slot just
+  // before its call, so this is the order the opens reach the daemon, up to the at most
+  // `threads` opens in flight at once.
+  std::vector<uint32_t> opened;
 };
 
 // Reads root/<path> for every id of `order` with `threads` threads in order of the list, each
 // followed by `work_ms` of sleep (the training step's compute).
 Result<EpochRead> ReadEpoch(const std::string& root, const std::vector<SyntheticFile>& files,
                             const std::vector<uint32_t>& order, int threads, double work_ms) {
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, opens{0};
   std::atomic<uint64_t> bytes{0}, done{0};
+  std::vector<uint32_t> opened(order.size());
   std::atomic<bool> failed{false};
   std::vector<Status> errors(static_cast<size_t>(threads));
   const auto work = std::chrono::microseconds(static_cast<int64_t>(work_ms * 1000));
@@ -96,6 +111,7 @@ Result<EpochRead> ReadEpoch(const std::string& root, const std::vector<Synthetic
       std::unique_ptr<char[]> buf(new char[kBuf]);
       for (size_t i = next++; i < order.size() && !failed.load(); i = next++) {
         const std::string path = root + "/" + files[order[i]].relpath;
+        opened[opens++] = order[i];  // each slot is written by one thread, read after join
         int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
           errors[static_cast<size_t>(t)] = Status::FromErrno(errno, "open " + path);
@@ -122,8 +138,14 @@ Result<EpochRead> ReadEpoch(const std::string& root, const std::vector<Synthetic
   for (auto& st : errors) {
     if (!st.ok()) return st;
   }
+  opened.resize(opens.load());
   return EpochRead{std::chrono::duration<double>(Clock::now() - start).count(), done.load(),
-                   bytes.load()};
+                   bytes.load(), std::move(opened)};
+}
+
+// The readers' sampler: torch DistributedSampler(seed, world) with set_epoch(e).
+std::string SamplerSpec(const EpochArgs& a) {
+  return "torch-distributed:seed=" + std::to_string(a.seed) + ",world=" + std::to_string(a.world);
 }
 
 uint64_t Blocks(uint64_t bytes) { return (bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes; }
@@ -135,8 +157,7 @@ Result<std::vector<std::vector<uint32_t>>> PlanEpochs(const EpochArgs& a, const 
   if (!layout_spec.ok()) return layout_spec.status();
   auto layout = BuildLayout(PosixFileTreeInstance(), root, *layout_spec);
   if (!layout.ok()) return layout.status();
-  auto spec = ParsePlanSpec("torch-distributed:seed=" + std::to_string(a.seed) +
-                            ",world=" + std::to_string(a.world));
+  auto spec = ParsePlanSpec(SamplerSpec(a));
   if (!spec.ok()) return spec.status();
   auto plan = Plan::Create(*spec, layout->size());
   if (!plan.ok()) return plan.status();
@@ -188,7 +209,8 @@ struct Inputs {
 // Direct reads of `root` for every epoch: the emulated PFS or the local dataset.
 Result<nlohmann::json> RunDirect(const EpochArgs& a, const Inputs& in, const std::string& name,
                                  const std::string& root, bool backing_is_pfs) {
-  nlohmann::json config = {{"name", name}, {"implemented", true}, {"capacity_percent", nullptr}};
+  nlohmann::json config = {
+      {"name", name}, {"policy", name}, {"implemented", true}, {"capacity_percent", nullptr}};
   nlohmann::json epochs = nlohmann::json::array();
   for (size_t e = 0; e < in.epochs.size(); ++e) {
     auto r = ReadEpoch(root, in.files, in.epochs[e], a.threads, a.work_ms);
@@ -208,124 +230,109 @@ Result<nlohmann::json> RunDirect(const EpochArgs& a, const Inputs& in, const std
   return config;
 }
 
-// clairfs read-through (LRU) over the emulator with a cache of `percent` of the dataset.
-Result<nlohmann::json> RunLru(const EpochArgs& a, const Inputs& in, MountStack* stack,
-                              const std::string& cache, int percent) {
-  const uint64_t capacity = in.dataset_blocks * static_cast<uint64_t>(percent) / 100;
-  std::vector<uint32_t> trace;
-  for (const auto& order : in.epochs) trace.insert(trace.end(), order.begin(), order.end());
-  std::vector<uint64_t> sizes;
-  for (const auto& f : in.files) sizes.push_back(Blocks(f.size));
-  auto belady = SimulateBeladyHits(trace, sizes, capacity);
-  if (!belady.ok()) return belady.status();
+// The mount's plan for the measured rank from absolute epoch `start_epoch` on: the order the
+// readers follow (PlanEpochs), served for rank --rank only, ending with the bench's last epoch.
+std::string MountPlanSpec(const EpochArgs& a, size_t start_epoch) {
+  return SamplerSpec(a) + ",ranks=" + std::to_string(a.rank) + "-" + std::to_string(a.rank) +
+         ",epochs=" + std::to_string(a.epochs) + ",start_epoch=" + std::to_string(start_epoch);
+}
 
-  nlohmann::json config = {{"name", "clairfs-lru-" + std::to_string(percent) + "%"},
+enum class Policy { kLru, kPlan };
+
+// clairfs over the emulator with a cache of `percent` of the dataset: read-through with LRU
+// eviction, or mounted with the readers' plan (prefetch in plan order, eviction by next use).
+// Every epoch is a fresh mount of the same cache (see the header comment); a plan mount starts
+// at that epoch (start_epoch), as a resumed job would. Demand-MIN runs on the opens recorded in
+// this run, concatenated over the epochs, at the same capacity.
+Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountStack* stack,
+                                  const std::string& cache, int percent, Policy policy) {
+  const uint64_t capacity = in.dataset_blocks * static_cast<uint64_t>(percent) / 100;
+  const bool plan = policy == Policy::kPlan;
+  const std::string policy_name = plan ? "plan" : "lru";
+  nlohmann::json config = {{"name", "clairfs-" + policy_name + "-" + std::to_string(percent) + "%"},
+                           {"policy", policy_name},
                            {"implemented", true},
                            {"capacity_percent", percent},
                            {"capacity_bytes", capacity}};
   nlohmann::json epochs = nlohmann::json::array();
-  const std::vector<std::string> flags = {"--cache", cache, "--capacity", std::to_string(capacity)};
-  std::vector<std::string> reuse = flags;
-  reuse.insert(reuse.end(), {"--manifest", "reuse"});
-  uint64_t lru_hits = 0, belady_hits = 0, accesses = 0;
-  size_t offset = 0;
+  std::vector<uint32_t> trace;  // opens recorded over all epochs
+  uint64_t hits_total = 0;
   for (size_t e = 0; e < in.epochs.size(); ++e) {
-    CLAIRFS_RETURN_IF_ERROR(stack->MountClairfs(in.pfs, in.mnt, e == 0 ? flags : reuse));
+    std::vector<std::string> flags = {"--cache", cache, "--capacity", std::to_string(capacity)};
+    if (e > 0) flags.insert(flags.end(), {"--manifest", "reuse"});
+    if (plan) flags.insert(flags.end(), {"--plan", MountPlanSpec(a, e)});
+    if (plan && !a.plan_window.empty()) flags.insert(flags.end(), {"--plan-window", a.plan_window});
+    if (!a.stage_threads.empty()) flags.insert(flags.end(), {"--stage-threads", a.stage_threads});
+    CLAIRFS_RETURN_IF_ERROR(stack->MountClairfs(in.pfs, in.mnt, flags));
     auto before = MountStatus(in.mnt);
     if (!before.ok()) return before.status();
     auto r = ReadEpoch(in.mnt, in.files, in.epochs[e], a.threads, a.work_ms);
     if (!r.ok()) return r.status();
+    auto read_end = MountStatus(in.mnt);
+    if (!read_end.ok()) return read_end.status();
     CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(in.mnt));
     auto after = MountStatus(in.mnt);
     if (!after.ok()) return after.status();
     CLAIRFS_RETURN_IF_ERROR(stack->Pop());
-    auto delta = [&](const char* key) {
-      return (*after).value(key, uint64_t{0}) - (*before).value(key, uint64_t{0});
+    auto delta = [&](const nlohmann::json& to, const nlohmann::json& from, const char* key) {
+      return to.value(key, uint64_t{0}) - from.value(key, uint64_t{0});
     };
-    const uint64_t staged = (*after)["staging"].value("bytes_staged", uint64_t{0}) -
-                            (*before)["staging"].value("bytes_staged", uint64_t{0});
-    const uint64_t hits = delta("hits"), misses = delta("misses");
+    const uint64_t staged = delta((*after)["staging"], (*before)["staging"], "bytes_staged");
+    const uint64_t staged_untimed =
+        delta((*after)["staging"], (*read_end)["staging"], "bytes_staged");
+    const uint64_t hits = delta(*after, *before, "hits"), misses = delta(*after, *before, "misses");
+    const uint64_t from_backing = delta(*after, *before, "bytes_from_backing");
+    uint64_t reordered = 0;
+    for (size_t i = 0; i < r->opened.size(); ++i) reordered += r->opened[i] != in.epochs[e][i];
+    trace.insert(trace.end(), r->opened.begin(), r->opened.end());
+    hits_total += hits;
+    nlohmann::json row = {
+        {"epoch", e + 1},
+        {"seconds", r->seconds},
+        {"bytes", r->bytes},
+        {"bytes_expected", in.epoch_bytes[e]},
+        {"hits", hits},
+        {"misses", misses},
+        {"hit_ratio", Ratio(hits, hits + misses)},
+        {"accesses", r->opened.size()},
+        {"reordered", reordered},
+        {"bytes_from_backing", from_backing},
+        {"bytes_staged", staged},
+        {"files_staged", delta((*after)["staging"], (*before)["staging"], "files_staged")},
+        {"staging_failures", delta((*after)["staging"], (*before)["staging"], "failures")},
+        {"evictions", delta(*after, *before, "evictions")},
+        {"bytes_staged_untimed", staged_untimed},
+        {"staging_backlog_at_read_end", (*read_end)["staging"].value("queued", uint64_t{0}) +
+                                            (*read_end)["staging"].value("in_flight", uint64_t{0})},
+        {"backing_bytes", from_backing + staged},
+        {"used_bytes", (*after)["used_bytes"]}};
+    if (plan) {
+      row["plan"] = (*after)["plan"];
+      row["plan_at_read_end"] = (*read_end)["plan"];
+    }
+    epochs.push_back(std::move(row));
+  }
+  std::vector<uint64_t> sizes;
+  for (const auto& f : in.files) sizes.push_back(Blocks(f.size));
+  auto belady = SimulateBeladyHits(trace, sizes, capacity);
+  if (!belady.ok()) return belady.status();
+  uint64_t belady_total = 0;
+  size_t offset = 0;
+  for (auto& row : epochs) {
+    const size_t n = row["accesses"];
     uint64_t epoch_belady = 0;
-    for (size_t i = 0; i < in.epochs[e].size(); ++i) epoch_belady += (*belady)[offset + i];
-    offset += in.epochs[e].size();
-    lru_hits += hits;
-    belady_hits += epoch_belady;
-    accesses += in.epochs[e].size();
-    epochs.push_back({{"epoch", e + 1},
-                      {"seconds", r->seconds},
-                      {"bytes", r->bytes},
-                      {"bytes_expected", in.epoch_bytes[e]},
-                      {"hits", hits},
-                      {"misses", misses},
-                      {"hit_ratio", Ratio(hits, hits + misses)},
-                      {"bytes_from_backing", delta("bytes_from_backing")},
-                      {"bytes_staged", staged},
-                      {"backing_bytes", delta("bytes_from_backing") + staged},
-                      {"belady_hits", epoch_belady},
-                      {"belady_hit_ratio", Ratio(epoch_belady, in.epochs[e].size())},
-                      {"used_bytes", (*after)["used_bytes"]}});
+    for (size_t i = 0; i < n; ++i) epoch_belady += (*belady)[offset + i];
+    offset += n;
+    belady_total += epoch_belady;
+    row["belady_hits"] = epoch_belady;
+    row["belady_hit_ratio"] = Ratio(epoch_belady, n);
   }
   config["epochs"] = epochs;
-  config["hits"] = lru_hits;
-  config["belady_hits"] = belady_hits;
-  config["accesses"] = accesses;
+  config["hits"] = hits_total;
+  config["belady_hits"] = belady_total;
+  config["accesses"] = trace.size();
   Summarise(&config);
   return config;
-}
-
-Status WriteOutputs(const EpochArgs& a, const nlohmann::json& result) {
-  if (!a.csv.empty()) {
-    std::ofstream csv(a.csv);
-    csv << "configuration,epoch,seconds,bytes,hits,misses,hit_ratio,backing_bytes,"
-           "belady_hit_ratio\n";
-    for (const auto& c : result["configs"]) {
-      if (!c["implemented"]) continue;
-      for (const auto& e : c["epochs"]) {
-        csv << std::string(c["name"]) << "," << e["epoch"] << "," << e["seconds"] << ","
-            << e["bytes"] << "," << e["hits"] << "," << e["misses"] << "," << e["hit_ratio"] << ","
-            << e["backing_bytes"] << ","
-            << (e["belady_hit_ratio"].is_null() ? std::string() : e["belady_hit_ratio"].dump())
-            << "\n";
-      }
-    }
-    if (!csv) return Status::Error(EIO, "cannot write " + a.csv);
-  }
-  if (a.chart.empty()) return Status::Ok();
-  std::string base = a.chart;
-  if (base.size() > 4 && base.substr(base.size() - 4) == ".png") base.resize(base.size() - 4);
-  const std::string dat = base + ".dat", script = base + ".gp";
-  std::vector<const nlohmann::json*> shown;
-  for (const auto& c : result["configs"]) {
-    if (c["implemented"]) shown.push_back(&c);
-  }
-  {
-    std::ofstream out(dat);
-    out << "epoch";
-    for (const auto* c : shown) out << " \"" << std::string((*c)["name"]) << "\"";
-    out << "\n";
-    for (int e = 0; e < a.epochs; ++e) {
-      out << e + 1;
-      for (const auto* c : shown) out << " " << (*c)["epochs"][static_cast<size_t>(e)]["seconds"];
-      out << "\n";
-    }
-    if (!out) return Status::Error(EIO, "cannot write " + dat);
-  }
-  {
-    std::ofstream gp(script);
-    gp << "set terminal pngcairo size 900,520 font 'sans,10'\n"
-       << "set output '" << a.chart << "'\n"
-       << "set title 'clairfs bench epoch: " << result["files"] << " files, " << result["threads"]
-       << " readers, PFS emulator " << a.open_latency << " ms/open, " << a.bandwidth << " MB/s'\n"
-       << "set xlabel 'epoch'\nset ylabel 'epoch time (s)'\nset logscale y\n"
-       << "set key outside right\nset xtics 1\nset grid\n"
-       << "plot for [i=2:" << shown.size() + 1 << "] '" << dat
-       << "' using 1:i with linespoints title columnheader(i)\n";
-    if (!gp) return Status::Error(EIO, "cannot write " + script);
-  }
-  auto run = RunProgram({"gnuplot", script}, true);
-  if (!run.ok()) return run.status().WithContext("gnuplot");
-  if (run->exit_code != 0) return Status::Error(EIO, "gnuplot failed: " + run->err);
-  return Status::Ok();
 }
 
 Status Measure(const EpochArgs& a, nlohmann::json* out) {
@@ -369,16 +376,29 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
   auto pfs = RunDirect(a, in, "pfs-direct", in.pfs, true);
   if (!pfs.ok()) return pfs.status();
   configs.push_back(*pfs);
+  // LRU and plan alternate per cache size so that each pair runs under the same load; the table
+  // lists all LRU rows, then all plan rows.
+  std::vector<nlohmann::json> lru_rows, plan_rows;
   for (int percent : *capacities) {
-    auto cache = work.Subdir("cache-" + std::to_string(percent));
-    if (!cache.ok()) return cache.status();
-    auto lru = RunLru(a, in, &stack, *cache, percent);
-    if (!lru.ok()) return lru.status();
-    configs.push_back(*lru);
+    for (Policy policy : {Policy::kLru, Policy::kPlan}) {
+      const std::string name =
+          (policy == Policy::kLru ? "lru-" : "plan-") + std::to_string(percent);
+      auto cache = work.Subdir("cache-" + name);
+      if (!cache.ok()) return cache.status();
+      auto run = RunClairfs(a, in, &stack, *cache, percent, policy);
+      if (!run.ok()) return run.status();
+      (policy == Policy::kLru ? lru_rows : plan_rows).push_back(*run);
+      if (!a.keep && a.dir.empty()) {  // used once: free its space for the next configuration
+        std::error_code ec;
+        std::filesystem::remove_all(*cache, ec);
+      }
+    }
+  }
+  for (auto* rows : {&lru_rows, &plan_rows}) {
+    for (auto& row : *rows) configs.push_back(std::move(row));
   }
   CLAIRFS_RETURN_IF_ERROR(stack.PopAll());
-  configs.push_back({{"name", "clairfs-plan"}, {"implemented", false}});
-  configs.push_back({{"name", "clairfs-heat"}, {"implemented", false}});
+  configs.push_back({{"name", "clairfs-heat"}, {"policy", "heat"}, {"implemented", false}});
   auto local = RunDirect(a, in, "local-direct", in.dataset, false);
   if (!local.ok()) return local.status();
   configs.push_back(*local);
@@ -395,45 +415,11 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
           {"open_latency_ms", a.open_latency},
           {"bandwidth_mbps", a.bandwidth},
           {"configs", configs}};
-  return WriteOutputs(a, *out);
-}
-
-void PrintTable(const nlohmann::json& r) {
-  printf(
-      "epoch: %llu files (%s), rank %u of %u, %d epochs, %d readers, work %g ms/sample, PFS "
-      "emulator %s ms/open, %s MB/s\n",
-      static_cast<unsigned long long>(r["files"]), FormatBytes(r["dataset_bytes"]).c_str(),
-      static_cast<unsigned>(r["rank"]), static_cast<unsigned>(r["world"]),
-      static_cast<int>(r["epochs"]), static_cast<int>(r["threads"]),
-      static_cast<double>(r["work_ms"]), std::string(r["open_latency_ms"]).c_str(),
-      std::string(r["bandwidth_mbps"]).c_str());
-  printf("%-18s %9s %9s %9s %9s %9s %12s %12s\n", "configuration", "epoch 1", "steady", "hit 1",
-         "hit st.", "Belady st", "backing 1", "backing st.");
-  for (const auto& c : r["configs"]) {
-    std::string name = c["name"];
-    if (!c["implemented"]) {
-      printf("%-18s absent (not implemented yet)\n", name.c_str());
-      continue;
-    }
-    const auto& epochs = c["epochs"];
-    std::vector<double> steady_backing;
-    for (size_t i = epochs.size() > 1 ? 1 : 0; i < epochs.size(); ++i) {
-      steady_backing.push_back(epochs[i]["backing_bytes"]);
-    }
-    std::string belady =
-        c["steady_belady_hit_ratio"].is_null()
-            ? "-"
-            : std::to_string(static_cast<double>(c["steady_belady_hit_ratio"])).substr(0, 5);
-    printf("%-18s %8.2fs %8.2fs %9.3f %9.3f %9s %12s %12s\n", name.c_str(),
-           static_cast<double>(epochs[0]["seconds"]), static_cast<double>(c["steady_seconds"]),
-           static_cast<double>(epochs[0]["hit_ratio"]), static_cast<double>(c["steady_hit_ratio"]),
-           belady.c_str(), FormatBytes(epochs[0]["backing_bytes"]).c_str(),
-           FormatBytes(static_cast<uint64_t>(Median(steady_backing))).c_str());
-  }
-  printf(
-      "(steady = median over epochs >= 2; hit ratios count opens reaching the daemon; backing = "
-      "bytes read from the emulated PFS by readers plus staging; Belady = demand-MIN on the "
-      "same trace and capacity)\n");
+  (*out)["targets"] = EpochTargets(*out);
+  if (a.quick) (*out)["invariants"] = EpochInvariants(*out);
+  if (!a.csv.empty()) CLAIRFS_RETURN_IF_ERROR(WriteEpochCsv(*out, a.csv));
+  if (!a.chart.empty()) CLAIRFS_RETURN_IF_ERROR(WriteEpochChart(*out, a.chart));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -443,7 +429,8 @@ void RegisterBenchEpoch(CLI::App& bench) {
   CLI::App* cmd =
       AddCommand(&bench, "epoch",
                  "Training epochs in torch DistributedSampler order over the emulated PFS, clairfs "
-                 "read-through at several cache sizes, and local disk, with Belady's hit ratio");
+                 "read-through and clairfs with the plan at several cache sizes, and local disk, "
+                 "with Belady's hit ratio on the recorded trace");
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
   cmd->add_option("--files", args->files, "Files in the dataset (default 2000; --quick 400)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}));
@@ -462,9 +449,14 @@ void RegisterBenchEpoch(CLI::App& bench) {
   cmd->add_option("--open-latency", args->open_latency,
                   "Emulated PFS open latency, ms (default 2)");
   cmd->add_option("--bandwidth", args->bandwidth, "Emulated PFS bandwidth, MB/s (default 200)");
+  cmd->add_option("--plan-window", args->plan_window,
+                  "--plan-window of the plan mounts (default: the mount's)");
+  cmd->add_option("--stage-threads", args->stage_threads,
+                  "--stage-threads of every clairfs mount (default: the mount's)");
   cmd->add_option("--chart", args->chart, "Write a PNG chart (and FILE.dat, FILE.gp beside it)");
   cmd->add_option("--csv", args->csv, "Write one CSV row per configuration and epoch");
-  cmd->add_flag("--quick", args->quick, "400 files, 3 epochs");
+  cmd->add_flag("--quick", args->quick,
+                "400 files, 3 epochs; check invariants (exit 1 if one fails)");
   cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->callback([args, cmd]() {
@@ -481,7 +473,13 @@ void RegisterBenchEpoch(CLI::App& bench) {
     if (a.json) {
       printf("%s\n", result.dump().c_str());
     } else {
-      PrintTable(result);
+      PrintEpochTable(result);
+    }
+    for (const auto& check : result.value("invariants", nlohmann::json::array())) {
+      if (!check["ok"]) {
+        return SetExitCode(Fail(
+            kCommand, Status::Error(EPROTO, "invariant failed: " + std::string(check["check"]))));
+      }
     }
     SetExitCode(kExitOk);
   });
