@@ -122,5 +122,46 @@ TEST(BenchQuick, ManifestReportsRssAndFewFds) {
   EXPECT_GT(j["reuse_mount_seconds"].get<double>(), 0);
 }
 
+// Passthrough on and off: every read is byte-counted by the bench (it fails otherwise) and the
+// growth mounts' reads are verified byte for byte; with passthrough on, every open of a staged
+// file is a passthrough open and no READ reaches the daemon; with it off, the first reads do.
+TEST(BenchQuick, PassthroughReadsEveryByteAndOnModeSendsNoRead) {
+  nlohmann::json j = RunBench({"passthrough"});
+  ASSERT_TRUE(j.contains("modes")) << j.dump();
+  ASSERT_EQ(j["modes"].size(), 2u);
+  EXPECT_EQ(j["big_size"], uint64_t{128} << 20);
+  const std::pair<std::string, uint64_t> files[] = {{"big", 1}, {"small", j["files"]}};
+  for (const auto& m : j["modes"]) {
+    const bool on = m["passthrough"] == "on";
+    for (const auto& [ds, count] : files) {
+      SCOPED_TRACE(std::string(m["passthrough"]) + " " + ds);
+      const auto& g = m[ds]["growth"];
+      EXPECT_EQ(g["verified_bytes"], g["verified_bytes_expected"]);
+      EXPECT_GT(g["verified_bytes"].get<uint64_t>(), 0u);
+      for (const char* when : {"fresh", "warm"}) {
+        const auto& p = m[ds][when];
+        EXPECT_GT(p["ratio"].get<double>(), 0) << when;
+        if (on) {
+          EXPECT_EQ(p["read_requests_max"], 0) << when;
+          EXPECT_EQ(p["passthrough_opens"], count) << when;
+        } else {
+          EXPECT_EQ(p["passthrough_opens"], 0) << when;
+        }
+      }
+      if (on) {
+        EXPECT_EQ(g["verified_fresh_read_requests"], 0);
+        EXPECT_EQ(g["verified_warm_read_requests"], 0);
+      } else {
+        EXPECT_GT(m[ds]["fresh"]["read_requests"].get<uint64_t>(), 0u);
+        EXPECT_GT(g["verified_fresh_read_requests"].get<uint64_t>(), 0u);
+      }
+    }
+  }
+  for (const char* k :
+       {"read_ns_1_thread", "read_ns_2_threads", "passthrough_open_ns", "release_ns"}) {
+    EXPECT_GT(j["counters"][k].get<double>(), 0) << k;
+  }
+}
+
 }  // namespace
 }  // namespace clairfs
