@@ -5,18 +5,22 @@
 // Method: two synthetic datasets in local backing directories, one file of --big-size and
 // --files files of --file-size, each mounted once with --passthrough off and read through the
 // mount (verified; read-through stages every file), so CACHE/data holds exactly the copies a
-// later mount serves. Then for each --passthrough mode and each dataset, --repeat times: a fresh
-// mount (--manifest reuse: the mount's own caches are empty, the copies' pages warm), a read of
-// the copies directly, the first read through the mount ("fresh"), and a second one ("warm");
-// the big file with one reader, the small files with --threads in-process readers doing
-// open+read+close. Ratios are median direct time / median mount time (1.0 = as fast as the
-// copies). Page-cache growth, --repeat times per dataset and mode: a fresh mount, every copy's
-// pages dropped (POSIX_FADV_DONTNEED), /proc/meminfo Cached sampled before and after one
-// verified read of the dataset through the mount, minus the copies' resident pages (mincore):
-// what remains is what the mount's own page cache added (other processes' activity shows up as
-// noise). A second verified read follows on that mount. Every read's READ requests come from the
-// mount's read_requests counter, the daemon's CPU time from /proc/PID/stat. The read-path
-// counters are timed in process (counter_cost.h) and set against the per-file times measured.
+// later mount serves. Then for each --passthrough mode and each dataset:
+//  - reads, --repeat times: a fresh mount (--manifest reuse: the mount's own caches are empty,
+//    the copies' pages warm), a direct read of the copies followed by the first read through
+//    the mount ("fresh"), another direct read followed by a second read through the mount
+//    ("warm"). The big file has one reader, the small files --threads in-process readers doing
+//    open+read+close. Ratio = median direct time / median mount time (1.0 = as fast as the
+//    copies).
+//  - page-cache growth, --repeat times: a fresh mount, every copy's pages dropped
+//    (POSIX_FADV_DONTNEED), /proc/meminfo Cached sampled before and after one read of the
+//    dataset through the mount, minus what the copies' resident pages (mincore) grew by
+//    meanwhile: what remains is what the mount's own page cache added (other processes' page
+//    cache changes show up as noise; the samples' spread is reported).
+//  - one more fresh mount with two reads whose every byte is verified.
+// Every read's READ requests come from the mount's read_requests counter, the daemon's CPU time
+// from /proc/PID/stat. The read-path counters are timed in process (counter_cost.h) and set
+// against the per-file times measured.
 // Output: a table, or one JSON object with --json. Exit codes 0, 1 failed, 2 usage. Every mount
 // is unmounted on every path; the work directory is removed unless --keep or --dir.
 #include <sys/utsname.h>
@@ -198,76 +202,108 @@ Result<nlohmann::json> TimeReads(MountStack& stack, const std::string& mnt, cons
   for (int r = 0; r < repeat; ++r) {
     auto s0 = MountFresh(stack, mnt, ds, mode);
     if (!s0.ok()) return s0.status();
-    auto direct = ReadFiles(ds.data(), ds.copies, ds.threads, false);
-    if (!direct.ok()) return direct.status();
-    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct, ds, "direct read"));
+    // Each read through the mount right after a direct read, so both see the same moment's
+    // load (a fresh daemon's start-up included).
+    auto direct_1 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+    if (!direct_1.ok()) return direct_1.status();
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_1, ds, "direct read"));
     auto first = ReadFiles(mnt, ds.files, ds.threads, false);
     if (!first.ok()) return first.status();
     CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*first, ds, "first read through the mount"));
     auto s1 = TakeSample(mnt);
     if (!s1.ok()) return s1.status();
+    auto direct_2 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+    if (!direct_2.ok()) return direct_2.status();
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_2, ds, "direct read"));
     auto second = ReadFiles(mnt, ds.files, ds.threads, false);
     if (!second.ok()) return second.status();
     CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*second, ds, "second read through the mount"));
     auto s2 = TakeSample(mnt);
     if (!s2.ok()) return s2.status();
     CLAIRFS_RETURN_IF_ERROR(stack.Pop());
-    fresh.Add(direct->seconds, first->seconds, *s0, *s1);
-    warm.Add(direct->seconds, second->seconds, *s1, *s2);
+    fresh.Add(direct_1->seconds, first->seconds, *s0, *s1);
+    warm.Add(direct_2->seconds, second->seconds, *s1, *s2);
   }
   return nlohmann::json{{"fresh", fresh.Json()}, {"warm", warm.Json()}};
 }
 
-// Page-cache growth of one verified read of `ds` through a fresh mount, `repeat` times, each
-// followed by a second verified read through the same mount.
+// Bytes of `ds`'s copies in the page cache.
+Result<uint64_t> CopiesResident(const Dataset& ds) {
+  uint64_t total = 0;
+  for (const auto& c : ds.copies) {
+    auto bytes = ResidentBytes(ds.data() + "/" + c.relpath);
+    if (!bytes.ok()) return bytes.status();
+    total += *bytes;
+  }
+  return total;
+}
+
+// Page-cache growth of one read of `ds` through a fresh mount, `repeat` times. The read is not
+// verified: that would lengthen the window in which other processes' page-cache changes add
+// noise (VerifyReads checks the bytes).
 Result<nlohmann::json> MeasureGrowth(MountStack& stack, const std::string& mnt, const Dataset& ds,
                                      const std::string& mode, int repeat) {
-  std::vector<double> growth, resident, own;
-  uint64_t verified_bytes = 0, fresh_requests = 0, warm_requests = 0;
+  std::vector<double> growth, left, added, own;
   for (int r = 0; r < repeat; ++r) {
     auto s0 = MountFresh(stack, mnt, ds, mode);
     if (!s0.ok()) return s0.status();
     for (const auto& c : ds.copies) CLAIRFS_RETURN_IF_ERROR(DropPages(ds.data() + "/" + c.relpath));
+    auto resident_before = CopiesResident(ds);
+    if (!resident_before.ok()) return resident_before.status();
     auto before = CachedBytes();
     if (!before.ok()) return before.status();
-    auto first = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/true);
-    if (!first.ok()) return first.status().WithContext("verified first read through the mount");
+    auto read = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/false);
+    if (!read.ok()) return read.status();
     auto after = CachedBytes();
     if (!after.ok()) return after.status();
-    uint64_t copies_resident = 0;
-    for (const auto& c : ds.copies) {
-      auto bytes = ResidentBytes(ds.data() + "/" + c.relpath);
-      if (!bytes.ok()) return bytes.status();
-      copies_resident += *bytes;
-    }
-    auto s1 = TakeSample(mnt);
-    if (!s1.ok()) return s1.status();
-    auto second = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/true);
-    if (!second.ok()) return second.status().WithContext("verified second read through the mount");
-    auto s2 = TakeSample(mnt);
-    if (!s2.ok()) return s2.status();
+    auto resident_after = CopiesResident(ds);
+    if (!resident_after.ok()) return resident_after.status();
     CLAIRFS_RETURN_IF_ERROR(stack.Pop());
-    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*first, ds, "verified first read"));
-    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*second, ds, "verified second read"));
-    verified_bytes += first->bytes + second->bytes;
-    fresh_requests += s1->read_requests - s0->read_requests;
-    warm_requests += s2->read_requests - s1->read_requests;
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*read, ds, "first read through the mount"));
     const double g = static_cast<double>(*after) - static_cast<double>(*before);
+    // Pages of the copies the drop left behind were counted in `before` already.
+    const double copies_added =
+        static_cast<double>(*resident_after) - static_cast<double>(*resident_before);
     growth.push_back(g);
-    resident.push_back(static_cast<double>(copies_resident));
-    own.push_back(g - static_cast<double>(copies_resident));
+    left.push_back(static_cast<double>(*resident_before));
+    added.push_back(copies_added);
+    own.push_back(g - copies_added);
   }
   const double own_median = Median(own);
   return nlohmann::json{{"bytes_read", ds.bytes},
                         {"cached_growth_bytes", Median(growth)},
-                        {"copies_resident_bytes", Median(resident)},
+                        {"copies_left_after_drop_bytes", Median(left)},
+                        {"copies_added_bytes", Median(added)},
                         {"mount_growth_bytes", own_median},
+                        {"mount_growth_min_bytes", *std::min_element(own.begin(), own.end())},
+                        {"mount_growth_max_bytes", *std::max_element(own.begin(), own.end())},
                         {"mount_growth_samples", own},
-                        {"growth_per_byte_read", own_median / static_cast<double>(ds.bytes)},
-                        {"verified_bytes", verified_bytes},
-                        {"verified_bytes_expected", 2 * ds.bytes * static_cast<uint64_t>(repeat)},
-                        {"verified_fresh_read_requests", fresh_requests},
-                        {"verified_warm_read_requests", warm_requests}};
+                        {"growth_per_byte_read", own_median / static_cast<double>(ds.bytes)}};
+}
+
+// Two reads of `ds` through one fresh mount, every byte verified, with the READ requests and
+// passthrough opens each caused.
+Result<nlohmann::json> VerifyReads(MountStack& stack, const std::string& mnt, const Dataset& ds,
+                                   const std::string& mode) {
+  auto s0 = MountFresh(stack, mnt, ds, mode);
+  if (!s0.ok()) return s0.status();
+  auto first = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/true);
+  if (!first.ok()) return first.status().WithContext("verified first read through the mount");
+  auto s1 = TakeSample(mnt);
+  if (!s1.ok()) return s1.status();
+  auto second = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/true);
+  if (!second.ok()) return second.status().WithContext("verified second read through the mount");
+  auto s2 = TakeSample(mnt);
+  if (!s2.ok()) return s2.status();
+  CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*first, ds, "verified first read"));
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*second, ds, "verified second read"));
+  return nlohmann::json{{"verified_bytes", first->bytes + second->bytes},
+                        {"verified_bytes_expected", 2 * ds.bytes},
+                        {"fresh_read_requests", s1->read_requests - s0->read_requests},
+                        {"warm_read_requests", s2->read_requests - s1->read_requests},
+                        {"fresh_passthrough_opens", s1->passthrough_opens - s0->passthrough_opens},
+                        {"warm_passthrough_opens", s2->passthrough_opens - s1->passthrough_opens}};
 }
 
 // The read-path counters' cost per file read (open+read+close) against that read's measured
@@ -402,6 +438,9 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
       auto growth = MeasureGrowth(stack, *mnt, *ds, mode, args.repeat);
       if (!growth.ok()) return growth.status().WithContext(ds->name + ", passthrough " + mode);
       (*reads)["growth"] = *growth;
+      auto verified = VerifyReads(stack, *mnt, *ds, mode);
+      if (!verified.ok()) return verified.status().WithContext(ds->name + ", passthrough " + mode);
+      (*reads)["verify"] = *verified;
       (*reads)["counter_share"] = {{"fresh", CounterShare(cost, *ds, (*reads)["fresh"])},
                                    {"warm", CounterShare(cost, *ds, (*reads)["warm"])}};
       m[ds->name] = *reads;
@@ -476,18 +515,18 @@ void PrintTable(const nlohmann::json& r) {
     }
   }
 
-  printf("\n%-4s %-42s %12s %12s %13s %12s\n", "pt", "page cache, one read via a fresh mount",
-         "read (N)", "Cached +", "copies' pages", "mount's own");
+  printf("\n%-4s %-42s %10s %10s %10s %12s %20s %9s\n", "pt",
+         "page cache, one read via a fresh mount", "read (N)", "Cached +", "copies' +",
+         "mount's own", "(min..max of runs)", "own / N");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
       const auto& g = m[ds]["growth"];
-      printf("%-4s %-42s %12llu %12.0f %13.0f %12.0f = %.4f x N\n",
+      auto mb = [&](const char* key) { return static_cast<double>(g[key]) / 1e6; };
+      printf("%-4s %-42s %7.1f MB %7.1f MB %7.1f MB %9.1f MB %8.1f..%-8.1f MB %9.4f\n",
              std::string(m["passthrough"]).c_str(),
-             ds == std::string("big") ? "big file" : "small files",
-             static_cast<unsigned long long>(g["bytes_read"]),
-             static_cast<double>(g["cached_growth_bytes"]),
-             static_cast<double>(g["copies_resident_bytes"]),
-             static_cast<double>(g["mount_growth_bytes"]),
+             ds == std::string("big") ? "big file" : "small files", mb("bytes_read"),
+             mb("cached_growth_bytes"), mb("copies_added_bytes"), mb("mount_growth_bytes"),
+             mb("mount_growth_min_bytes"), mb("mount_growth_max_bytes"),
              static_cast<double>(g["growth_per_byte_read"]));
     }
   }
@@ -517,7 +556,8 @@ void PrintTable(const nlohmann::json& r) {
         const auto& s = m[ds]["counter_share"][when];
         std::string per_read = "-";
         std::string bytes_per_read = "-";
-        if (s.contains("bytes_per_read_request")) {
+        // Per READ only where the file's bytes went through the daemon at all.
+        if (static_cast<double>(s["read_requests_per_file"]) >= 1) {
           char buf[64];
           snprintf(buf, sizeof(buf), "%.0f", static_cast<double>(s["bytes_per_read_request"]));
           bytes_per_read = buf;
