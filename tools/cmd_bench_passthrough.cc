@@ -15,8 +15,9 @@
 //  - page-cache growth, --repeat times: a fresh mount, every copy's pages dropped
 //    (POSIX_FADV_DONTNEED), /proc/meminfo Cached sampled before and after one read of the
 //    dataset through the mount, minus what the copies' resident pages (mincore) grew by
-//    meanwhile: what remains is what the mount's own page cache added (other processes' page
-//    cache changes show up as noise; the samples' spread is reported).
+//    meanwhile: what remains is what the mount's own page cache added. Other processes' page
+//    cache changes show up as noise: the runs' spread is reported, and so is how much Cached
+//    moved in an idle window as long as the read (the median fresh read) just before each read.
 //  - one more fresh mount with two reads whose every byte is verified.
 // Every read's READ requests come from the mount's read_requests counter, the daemon's CPU time
 // from /proc/PID/stat. The read-path counters are timed in process (counter_cost.h) and set
@@ -27,10 +28,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -242,16 +245,21 @@ Result<uint64_t> CopiesResident(const Dataset& ds) {
 // verified: that would lengthen the window in which other processes' page-cache changes add
 // noise (VerifyReads checks the bytes).
 Result<nlohmann::json> MeasureGrowth(MountStack& stack, const std::string& mnt, const Dataset& ds,
-                                     const std::string& mode, int repeat) {
-  std::vector<double> growth, left, added, own;
+                                     const std::string& mode, int repeat, double window_seconds) {
+  std::vector<double> growth, left, added, own, idle;
   for (int r = 0; r < repeat; ++r) {
     auto s0 = MountFresh(stack, mnt, ds, mode);
     if (!s0.ok()) return s0.status();
     for (const auto& c : ds.copies) CLAIRFS_RETURN_IF_ERROR(DropPages(ds.data() + "/" + c.relpath));
     auto resident_before = CopiesResident(ds);
     if (!resident_before.ok()) return resident_before.status();
+    // A window as long as a read, with no read: how much Cached moves by itself meanwhile.
+    auto idle_start = CachedBytes();
+    if (!idle_start.ok()) return idle_start.status();
+    std::this_thread::sleep_for(std::chrono::duration<double>(window_seconds));
     auto before = CachedBytes();
     if (!before.ok()) return before.status();
+    idle.push_back(static_cast<double>(*before) - static_cast<double>(*idle_start));
     auto read = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/false);
     if (!read.ok()) return read.status();
     auto after = CachedBytes();
@@ -278,6 +286,10 @@ Result<nlohmann::json> MeasureGrowth(MountStack& stack, const std::string& mnt, 
                         {"mount_growth_min_bytes", *std::min_element(own.begin(), own.end())},
                         {"mount_growth_max_bytes", *std::max_element(own.begin(), own.end())},
                         {"mount_growth_samples", own},
+                        {"idle_window_seconds", window_seconds},
+                        {"idle_growth_min_bytes", *std::min_element(idle.begin(), idle.end())},
+                        {"idle_growth_max_bytes", *std::max_element(idle.begin(), idle.end())},
+                        {"idle_growth_samples", idle},
                         {"growth_per_byte_read", own_median / static_cast<double>(ds.bytes)}};
 }
 
@@ -435,7 +447,8 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
     for (Dataset* ds : {&*big, &*small}) {
       auto reads = TimeReads(stack, *mnt, *ds, mode, args.repeat);
       if (!reads.ok()) return reads.status().WithContext(ds->name + ", passthrough " + mode);
-      auto growth = MeasureGrowth(stack, *mnt, *ds, mode, args.repeat);
+      auto growth = MeasureGrowth(stack, *mnt, *ds, mode, args.repeat,
+                                  (*reads)["fresh"]["mount_seconds"].get<double>());
       if (!growth.ok()) return growth.status().WithContext(ds->name + ", passthrough " + mode);
       (*reads)["growth"] = *growth;
       auto verified = VerifyReads(stack, *mnt, *ds, mode);
@@ -515,21 +528,28 @@ void PrintTable(const nlohmann::json& r) {
     }
   }
 
-  printf("\n%-4s %-42s %10s %10s %10s %12s %20s %9s\n", "pt",
-         "page cache, one read via a fresh mount", "read (N)", "Cached +", "copies' +",
-         "mount's own", "(min..max of runs)", "own / N");
+  printf("\npage cache after one read through a fresh mount (MB; medians, min..max of the runs)\n");
+  printf("%-4s %-12s %8s %8s %8s %8s %18s %8s %18s\n", "pt", "data", "read N", "Cached+", "copies+",
+         "mount's", "(runs)", "own / N", "idle window");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
       const auto& g = m[ds]["growth"];
       auto mb = [&](const char* key) { return static_cast<double>(g[key]) / 1e6; };
-      printf("%-4s %-42s %7.1f MB %7.1f MB %7.1f MB %9.1f MB %8.1f..%-8.1f MB %9.4f\n",
+      char runs[64], idle[64];
+      snprintf(runs, sizeof(runs), "%.1f..%.1f", mb("mount_growth_min_bytes"),
+               mb("mount_growth_max_bytes"));
+      snprintf(idle, sizeof(idle), "%.1f..%.1f", mb("idle_growth_min_bytes"),
+               mb("idle_growth_max_bytes"));
+      printf("%-4s %-12s %8.1f %8.1f %8.1f %8.1f %18s %8.4f %18s\n",
              std::string(m["passthrough"]).c_str(),
              ds == std::string("big") ? "big file" : "small files", mb("bytes_read"),
-             mb("cached_growth_bytes"), mb("copies_added_bytes"), mb("mount_growth_bytes"),
-             mb("mount_growth_min_bytes"), mb("mount_growth_max_bytes"),
-             static_cast<double>(g["growth_per_byte_read"]));
+             mb("cached_growth_bytes"), mb("copies_added_bytes"), mb("mount_growth_bytes"), runs,
+             static_cast<double>(g["growth_per_byte_read"]), idle);
     }
   }
+  printf(
+      "(mount's = Cached+ minus copies+; idle window: how much Cached moved with no read, for as "
+      "long as a read takes, just before each read)\n");
 
   printf("\ntargets (issue #7)\n");
   for (const auto& m : r["modes"]) {

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -61,7 +60,7 @@ Result<uint64_t> ResidentBytes(const std::string& path) {
   if (rc != 0) return Status::FromErrno(err, "mincore " + path);
   uint64_t bytes = 0;
   for (size_t i = 0; i < resident.size(); ++i) {
-    if (resident[i] & 1) bytes += std::min<uint64_t>(page, size - i * page);
+    if (resident[i] & 1) bytes += page;
   }
   return bytes;
 }
