@@ -215,5 +215,47 @@ TEST(BenchQuick, HeatStagesHotSmallFilesAndEveryPassReadsEverything) {
   }
 }
 
+// Passthrough on and off: every read is byte-counted by the bench (it fails otherwise) and two
+// reads through a fresh mount are verified byte for byte; with passthrough on, every open of a
+// staged file is a passthrough open and no READ reaches the daemon; with it off, the first reads
+// do.
+TEST(BenchQuick, PassthroughReadsEveryByteAndOnModeSendsNoRead) {
+  nlohmann::json j = RunBench({"passthrough"});
+  ASSERT_TRUE(j.contains("modes")) << j.dump();
+  ASSERT_EQ(j["modes"].size(), 2u);
+  EXPECT_EQ(j["big_size"], uint64_t{128} << 20);
+  const std::pair<std::string, uint64_t> files[] = {{"big", 1}, {"small", j["files"]}};
+  for (const auto& m : j["modes"]) {
+    const bool on = m["passthrough"] == "on";
+    for (const auto& [ds, count] : files) {
+      SCOPED_TRACE(std::string(m["passthrough"]) + " " + ds);
+      const auto& v = m[ds]["verify"];
+      EXPECT_EQ(v["verified_bytes"], v["verified_bytes_expected"]);
+      EXPECT_GT(v["verified_bytes"].get<uint64_t>(), 0u);
+      for (const std::string when : {"fresh", "warm"}) {
+        const auto& p = m[ds][when];
+        EXPECT_GT(p["ratio"].get<double>(), 0) << when;
+        if (on) {
+          EXPECT_EQ(p["read_requests_max"], 0) << when;
+          EXPECT_EQ(p["passthrough_opens"], count) << when;
+          EXPECT_EQ(v[when + "_read_requests"], 0) << when;
+          EXPECT_EQ(v[when + "_passthrough_opens"], count) << when;
+        } else {
+          EXPECT_EQ(p["passthrough_opens"], 0) << when;
+          EXPECT_EQ(v[when + "_passthrough_opens"], 0) << when;
+        }
+      }
+      if (!on) {
+        EXPECT_GT(m[ds]["fresh"]["read_requests"].get<uint64_t>(), 0u);
+        EXPECT_GT(v["fresh_read_requests"].get<uint64_t>(), 0u);
+      }
+    }
+  }
+  for (const char* k :
+       {"read_ns_1_thread", "read_ns_2_threads", "passthrough_open_ns", "release_ns"}) {
+    EXPECT_GT(j["counters"][k].get<double>(), 0) << k;
+  }
+}
+
 }  // namespace
 }  // namespace clairfs

@@ -10,7 +10,7 @@ void RegisterBench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand(
       "bench",
       "Benchmark instruments: synthetic datasets, PFS emulator overhead, small and big files, "
-      "manifest scale, training epochs, heat-guided staging");
+      "kernel passthrough, manifest scale, training epochs, heat-guided staging");
   bench->require_subcommand(1);
   RegisterBenchMakeDataset(*bench);
   RegisterBenchVerifyDataset(*bench);
@@ -18,6 +18,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchStage(*bench);
   RegisterBenchSmallfile(*bench);
   RegisterBenchBigfile(*bench);
+  RegisterBenchPassthrough(*bench);
   RegisterBenchManifest(*bench);
   RegisterBenchEpoch(*bench);
   RegisterBenchHeat(*bench);

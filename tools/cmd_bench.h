@@ -22,6 +22,8 @@ void RegisterBenchStage(CLI::App& bench);
 void RegisterBenchSmallfile(CLI::App& bench);
 // `clairfs bench bigfile`: sequential and random reads of a big staged file.
 void RegisterBenchBigfile(CLI::App& bench);
+// `clairfs bench passthrough`: staged files with kernel passthrough on and off vs the copies.
+void RegisterBenchPassthrough(CLI::App& bench);
 // `clairfs bench manifest`: daemon memory, fds, mount time and stat rate at N entries.
 void RegisterBenchManifest(CLI::App& bench);
 // `clairfs bench epoch`: training epochs over the emulated PFS, clairfs caches and local disk.

@@ -1,0 +1,546 @@
+// `clairfs bench passthrough`: reads of staged files through a clairfs mount with kernel FUSE
+// passthrough on and off, each side by side with reading the staged copies directly; the page
+// cache a read through the mount adds; and what the daemon's read-path counters cost.
+//
+// Method: two synthetic datasets in local backing directories, one file of --big-size and
+// --files files of --file-size, each mounted once with --passthrough off and read through the
+// mount (verified; read-through stages every file), so CACHE/data holds exactly the copies a
+// later mount serves. Then for each --passthrough mode and each dataset:
+//  - reads, --repeat times: a fresh mount (--manifest reuse: the mount's own caches are empty,
+//    the copies' pages warm), a direct read of the copies followed by the first read through
+//    the mount ("fresh"), another direct read followed by a second read through the mount
+//    ("warm"). The big file has one reader, the small files --threads in-process readers doing
+//    open+read+close. Ratio = median direct time / median mount time (1.0 = as fast as the
+//    copies).
+//  - page-cache growth, --repeat times: a fresh mount, every copy's pages dropped
+//    (POSIX_FADV_DONTNEED), /proc/meminfo Cached sampled before and after one read of the
+//    dataset through the mount, minus what the copies' resident pages (mincore) grew by
+//    meanwhile: what remains is what the mount's own page cache added. Other processes' page
+//    cache changes show up as noise: the runs' spread is reported, and so is how much Cached
+//    moved in an idle window as long as the read (the median fresh read) just before each read.
+//  - one more fresh mount with two reads whose every byte is verified.
+// Every read's READ requests come from the mount's read_requests counter, the daemon's CPU time
+// from /proc/PID/stat. The read-path counters are timed in process (counter_cost.h) and set
+// against the per-file times measured.
+// Output: a table, or one JSON object with --json. Exit codes 0, 1 failed, 2 usage. Every mount
+// is unmounted on every path; the work directory is removed unless --keep or --dir.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/synthetic_dataset.h"
+#include "planner/units.h"
+#include "tools/bench_mounts.h"
+#include "tools/bench_passthrough_report.h"
+#include "tools/bench_support.h"
+#include "tools/cli.h"
+#include "tools/cmd_bench.h"
+#include "tools/counter_cost.h"
+#include "tools/dataset_writer.h"
+#include "tools/page_cache_probe.h"
+#include "tools/read_workload.h"
+#include "tools/subprocess.h"
+
+namespace clairfs::cli {
+namespace {
+
+constexpr const char* kCommand = "bench passthrough";
+
+struct PassthroughArgs {
+  std::string dir;
+  std::string big_size = "1G";
+  uint64_t files = 3000;
+  std::string file_size = "110K";
+  int threads = 2;
+  int repeat = 5;
+  std::string modes = "on,off";
+  uint64_t counter_calls = 2'000'000;
+  bool quick = false;
+  bool keep = false;
+  bool json = false;
+};
+
+// One dataset: its files as the mount shows them and its staged copies under CACHE/data.
+struct Dataset {
+  std::string name;  // "big" or "small"
+  std::string backing;
+  std::string cache;
+  int threads = 1;
+  std::vector<SyntheticFile> files;
+  std::vector<SyntheticFile> copies;  // relative to data()
+  uint64_t bytes = 0;
+  std::string data() const { return cache + "/data"; }
+};
+
+// What the mount's counters and daemon show at one moment.
+struct Sample {
+  uint64_t read_requests = 0;
+  uint64_t passthrough_opens = 0;
+  uint64_t held_copy_opens = 0;
+  double daemon_cpu_seconds = 0;
+  std::string passthrough_state;
+  std::string passthrough_reason;
+};
+
+// utime + stime of /proc/PID/stat, in seconds.
+Result<double> CpuSeconds(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto paren = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos || paren + 2 > text.size()) {
+    return Status::Error(EIO, "cannot parse " + path);
+  }
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15; ++i) {  // field 3 is the state; 14 and 15 are utime and stime
+    if (!(fields >> field)) return Status::Error(EIO, "cannot parse " + path);
+    if (i == 14) utime = strtoull(field.c_str(), nullptr, 10);
+    if (i == 15) stime = strtoull(field.c_str(), nullptr, 10);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+Result<Sample> TakeSample(const std::string& mnt) {
+  auto status = MountStatus(mnt);
+  if (!status.ok()) return status.status();
+  Sample s;
+  s.read_requests = status->value("read_requests", uint64_t{0});
+  s.passthrough_opens = status->value("passthrough_opens", uint64_t{0});
+  s.held_copy_opens = status->value("held_copy_opens", uint64_t{0});
+  s.passthrough_state = (*status)["passthrough"].value("state", "");
+  s.passthrough_reason = (*status)["passthrough"].value("reason", "");
+  auto cpu = CpuSeconds(status->value("pid", -1));
+  if (!cpu.ok()) return cpu.status();
+  s.daemon_cpu_seconds = *cpu;
+  return s;
+}
+
+Status ExpectBytes(const ReadResult& r, const Dataset& ds, const std::string& what) {
+  if (r.bytes != ds.bytes || r.files != ds.files.size()) {
+    return Status::Error(EILSEQ,
+                         what + " of the " + ds.name + " dataset: read " + std::to_string(r.bytes) +
+                             " bytes of " + std::to_string(r.files) + " files, expected " +
+                             std::to_string(ds.bytes) + " of " + std::to_string(ds.files.size()));
+  }
+  return Status::Ok();
+}
+
+// Stages every file of `ds` (a verified read through a mount without passthrough, then waiting
+// for read-through staging) and lists its copies.
+Status Stage(MountStack& stack, const std::string& mnt, Dataset* ds) {
+  CLAIRFS_RETURN_IF_ERROR(
+      stack.MountClairfs(ds->backing, mnt, {"--cache", ds->cache, "--passthrough", "off"}));
+  auto read = ReadFiles(mnt, ds->files, ds->threads, /*verify=*/true);
+  if (!read.ok()) return read.status().WithContext("staging read through the mount");
+  CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(mnt));
+  CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+  auto copies = ListRegularFiles(ds->data());
+  if (!copies.ok()) return copies.status();
+  if (copies->size() != ds->files.size() || TotalSize(*copies) != ds->bytes) {
+    return Status::Error(EIO, ds->data() + " holds " + std::to_string(copies->size()) +
+                                  " copies of " + FormatBytes(TotalSize(*copies)) + ", expected " +
+                                  std::to_string(ds->files.size()) + " of " +
+                                  FormatBytes(ds->bytes));
+  }
+  ds->copies = std::move(*copies);
+  return Status::Ok();
+}
+
+// Mounts `ds` fresh in `mode` and checks that passthrough is what was asked for.
+Result<Sample> MountFresh(MountStack& stack, const std::string& mnt, const Dataset& ds,
+                          const std::string& mode) {
+  CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(
+      ds.backing, mnt, {"--cache", ds.cache, "--manifest", "reuse", "--passthrough", mode}));
+  auto s = TakeSample(mnt);
+  if (!s.ok()) return s.status();
+  if (s->passthrough_state != mode) {
+    return Status::Error(EIO, "mounted with --passthrough " + mode + " but status says " +
+                                  s->passthrough_state + " (" + s->passthrough_reason + ")");
+  }
+  return s;
+}
+
+// Medians of the per-run deltas of one kind of read through the mount.
+struct ReadSeries {
+  std::vector<double> direct, mount, read_requests, passthrough_opens, held_copy_opens, cpu;
+  void Add(double direct_s, double mount_s, const Sample& before, const Sample& after) {
+    direct.push_back(direct_s);
+    mount.push_back(mount_s);
+    read_requests.push_back(static_cast<double>(after.read_requests - before.read_requests));
+    passthrough_opens.push_back(
+        static_cast<double>(after.passthrough_opens - before.passthrough_opens));
+    held_copy_opens.push_back(static_cast<double>(after.held_copy_opens - before.held_copy_opens));
+    cpu.push_back(after.daemon_cpu_seconds - before.daemon_cpu_seconds);
+  }
+  nlohmann::json Json() const {
+    double d = Median(direct), m = Median(mount);
+    return {{"direct_seconds", d},
+            {"mount_seconds", m},
+            {"ratio", m > 0 ? d / m : 0.0},
+            {"read_requests", static_cast<uint64_t>(Median(read_requests))},
+            {"read_requests_max",
+             static_cast<uint64_t>(*std::max_element(read_requests.begin(), read_requests.end()))},
+            {"passthrough_opens", static_cast<uint64_t>(Median(passthrough_opens))},
+            {"held_copy_opens", static_cast<uint64_t>(Median(held_copy_opens))},
+            {"daemon_cpu_seconds", Median(cpu)}};
+  }
+};
+
+// Fresh and warm reads through `repeat` fresh mounts, each beside a direct read of the copies.
+Result<nlohmann::json> TimeReads(MountStack& stack, const std::string& mnt, const Dataset& ds,
+                                 const std::string& mode, int repeat) {
+  auto warm_up = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+  if (!warm_up.ok()) return warm_up.status();
+  ReadSeries fresh, warm;
+  for (int r = 0; r < repeat; ++r) {
+    auto s0 = MountFresh(stack, mnt, ds, mode);
+    if (!s0.ok()) return s0.status();
+    // Each read through the mount right after a direct read, so both see the same moment's
+    // load (a fresh daemon's start-up included).
+    auto direct_1 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+    if (!direct_1.ok()) return direct_1.status();
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_1, ds, "direct read"));
+    auto first = ReadFiles(mnt, ds.files, ds.threads, false);
+    if (!first.ok()) return first.status();
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*first, ds, "first read through the mount"));
+    auto s1 = TakeSample(mnt);
+    if (!s1.ok()) return s1.status();
+    auto direct_2 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+    if (!direct_2.ok()) return direct_2.status();
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_2, ds, "direct read"));
+    auto second = ReadFiles(mnt, ds.files, ds.threads, false);
+    if (!second.ok()) return second.status();
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*second, ds, "second read through the mount"));
+    auto s2 = TakeSample(mnt);
+    if (!s2.ok()) return s2.status();
+    CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+    fresh.Add(direct_1->seconds, first->seconds, *s0, *s1);
+    warm.Add(direct_2->seconds, second->seconds, *s1, *s2);
+  }
+  return nlohmann::json{{"fresh", fresh.Json()}, {"warm", warm.Json()}};
+}
+
+// Bytes of `ds`'s copies in the page cache.
+Result<uint64_t> CopiesResident(const Dataset& ds) {
+  uint64_t total = 0;
+  for (const auto& c : ds.copies) {
+    auto bytes = ResidentBytes(ds.data() + "/" + c.relpath);
+    if (!bytes.ok()) return bytes.status();
+    total += *bytes;
+  }
+  return total;
+}
+
+// Page-cache growth of one read of `ds` through a fresh mount, `repeat` times. The read is not
+// verified: that would lengthen the window in which other processes' page-cache changes add
+// noise (VerifyReads checks the bytes).
+Result<nlohmann::json> MeasureGrowth(MountStack& stack, const std::string& mnt, const Dataset& ds,
+                                     const std::string& mode, int repeat, double window_seconds) {
+  std::vector<double> growth, left, added, own, idle;
+  for (int r = 0; r < repeat; ++r) {
+    auto s0 = MountFresh(stack, mnt, ds, mode);
+    if (!s0.ok()) return s0.status();
+    for (const auto& c : ds.copies) CLAIRFS_RETURN_IF_ERROR(DropPages(ds.data() + "/" + c.relpath));
+    auto resident_before = CopiesResident(ds);
+    if (!resident_before.ok()) return resident_before.status();
+    // A window as long as a read, with no read: how much Cached moves by itself meanwhile.
+    auto idle_start = CachedBytes();
+    if (!idle_start.ok()) return idle_start.status();
+    std::this_thread::sleep_for(std::chrono::duration<double>(window_seconds));
+    auto before = CachedBytes();
+    if (!before.ok()) return before.status();
+    idle.push_back(static_cast<double>(*before) - static_cast<double>(*idle_start));
+    auto read = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/false);
+    if (!read.ok()) return read.status();
+    auto after = CachedBytes();
+    if (!after.ok()) return after.status();
+    auto resident_after = CopiesResident(ds);
+    if (!resident_after.ok()) return resident_after.status();
+    CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*read, ds, "first read through the mount"));
+    const double g = static_cast<double>(*after) - static_cast<double>(*before);
+    // Pages of the copies the drop left behind were counted in `before` already.
+    const double copies_added =
+        static_cast<double>(*resident_after) - static_cast<double>(*resident_before);
+    growth.push_back(g);
+    left.push_back(static_cast<double>(*resident_before));
+    added.push_back(copies_added);
+    own.push_back(g - copies_added);
+  }
+  const double own_median = Median(own);
+  return nlohmann::json{{"bytes_read", ds.bytes},
+                        {"cached_growth_bytes", Median(growth)},
+                        {"copies_left_after_drop_bytes", Median(left)},
+                        {"copies_added_bytes", Median(added)},
+                        {"mount_growth_bytes", own_median},
+                        {"mount_growth_min_bytes", *std::min_element(own.begin(), own.end())},
+                        {"mount_growth_max_bytes", *std::max_element(own.begin(), own.end())},
+                        {"mount_growth_samples", own},
+                        {"idle_window_seconds", window_seconds},
+                        {"idle_growth_min_bytes", *std::min_element(idle.begin(), idle.end())},
+                        {"idle_growth_max_bytes", *std::max_element(idle.begin(), idle.end())},
+                        {"idle_growth_samples", idle},
+                        {"growth_per_byte_read", own_median / static_cast<double>(ds.bytes)}};
+}
+
+// Two reads of `ds` through one fresh mount, every byte verified, with the READ requests and
+// passthrough opens each caused.
+Result<nlohmann::json> VerifyReads(MountStack& stack, const std::string& mnt, const Dataset& ds,
+                                   const std::string& mode) {
+  auto s0 = MountFresh(stack, mnt, ds, mode);
+  if (!s0.ok()) return s0.status();
+  auto first = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/true);
+  if (!first.ok()) return first.status().WithContext("verified first read through the mount");
+  auto s1 = TakeSample(mnt);
+  if (!s1.ok()) return s1.status();
+  auto second = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/true);
+  if (!second.ok()) return second.status().WithContext("verified second read through the mount");
+  auto s2 = TakeSample(mnt);
+  if (!s2.ok()) return s2.status();
+  CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*first, ds, "verified first read"));
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*second, ds, "verified second read"));
+  return nlohmann::json{{"verified_bytes", first->bytes + second->bytes},
+                        {"verified_bytes_expected", 2 * ds.bytes},
+                        {"fresh_read_requests", s1->read_requests - s0->read_requests},
+                        {"warm_read_requests", s2->read_requests - s1->read_requests},
+                        {"fresh_passthrough_opens", s1->passthrough_opens - s0->passthrough_opens},
+                        {"warm_passthrough_opens", s2->passthrough_opens - s1->passthrough_opens}};
+}
+
+// The read-path counters' cost per file read (open+read+close) against that read's measured
+// reader time and daemon CPU time.
+nlohmann::json CounterShare(const CounterCost& cost, const Dataset& ds,
+                            const nlohmann::json& pair) {
+  const double files = static_cast<double>(ds.files.size());
+  const double requests = static_cast<double>(pair["read_requests"].get<uint64_t>());
+  const double pt_opens = static_cast<double>(pair["passthrough_opens"].get<uint64_t>());
+  const double read_ns = ds.threads >= 2 ? cost.read_ns_2_threads : cost.read_ns_1_thread;
+  const double counter_ns =
+      (requests * read_ns + pt_opens * cost.passthrough_open_ns) / files + cost.release_ns;
+  const double wall_ns = pair["mount_seconds"].get<double>() * 1e9 * ds.threads / files;
+  const double cpu_ns = pair["daemon_cpu_seconds"].get<double>() * 1e9 / files;
+  nlohmann::json j = {{"read_requests_per_file", requests / files},
+                      {"passthrough_opens_per_file", pt_opens / files},
+                      {"counter_ns_per_file", counter_ns},
+                      {"reader_ns_per_file", wall_ns},
+                      {"daemon_cpu_ns_per_file", cpu_ns},
+                      {"share_of_reader_time", wall_ns > 0 ? counter_ns / wall_ns : 0.0},
+                      {"share_of_daemon_cpu", cpu_ns > 0 ? counter_ns / cpu_ns : 0.0}};
+  if (requests > 0) {
+    j["bytes_per_read_request"] = static_cast<double>(ds.bytes) / requests;
+    j["reader_ns_per_read_request"] = wall_ns * files / requests;
+  }
+  return j;
+}
+
+nlohmann::json Target(const std::string& what, const std::string& target, double value, bool met) {
+  return {{"what", what}, {"target", target}, {"value", value}, {"met", met}};
+}
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+nlohmann::json Machine() {
+  struct utsname u {};
+  uname(&u);
+  uint64_t mem =
+      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return {{"kernel", u.release}, {"cores", sysconf(_SC_NPROCESSORS_ONLN)}, {"memory_bytes", mem}};
+}
+
+Result<Dataset> MakeDataset(const BenchWorkDir& work, const std::string& name,
+                            const SyntheticSpec& spec, int threads) {
+  Dataset ds;
+  ds.name = name;
+  ds.threads = threads;
+  auto backing = work.Subdir("backing-" + name);
+  if (!backing.ok()) return backing.status();
+  ds.backing = *backing;
+  ds.cache = work.path() + "/cache-" + name;
+  auto files = PlanSyntheticDataset(spec);
+  if (!files.ok()) return files.status();
+  auto written = WriteSyntheticDataset(ds.backing, *files, {});
+  if (!written.ok()) return written.status();
+  ds.files = std::move(*files);
+  ds.bytes = TotalSize(ds.files);
+  return ds;
+}
+
+Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
+  auto big_size = ParseSize(args.big_size);
+  if (!big_size.ok()) return big_size.status().WithContext("--big-size");
+  auto file_size = ParseSize(args.file_size);
+  if (!file_size.ok()) return file_size.status().WithContext("--file-size");
+  if (*big_size == 0 || *file_size == 0) return Status::Invalid("sizes must be positive");
+  std::vector<std::string> modes;
+  std::stringstream mode_list(args.modes);
+  for (std::string m; std::getline(mode_list, m, ',');) {
+    if (m != "on" && m != "off")
+      return Status::Invalid("--passthrough: expected a list of on and off, got '" + args.modes +
+                             "'");
+    modes.push_back(m);
+  }
+  if (modes.empty()) return Status::Invalid("--passthrough: empty list");
+  auto self = SelfExecutable();
+  if (!self.ok()) return self.status();
+
+  const std::string load_start = LoadAverage();
+  BenchWorkDir work;
+  CLAIRFS_RETURN_IF_ERROR(work.Init(args.dir, "passthrough", args.keep));
+  auto mnt = work.Subdir("mnt");
+  if (!mnt.ok()) return mnt.status();
+  SyntheticSpec big_spec;
+  big_spec.layout = SyntheticLayout::kShards;
+  big_spec.sizes.kind = SyntheticSizes::Kind::kShards;
+  big_spec.sizes.shard_count = 1;
+  big_spec.sizes.shard_bytes = *big_size;
+  auto big = MakeDataset(work, "big", big_spec, 1);
+  if (!big.ok()) return big.status();
+  SyntheticSpec small_spec;
+  small_spec.files = args.files;
+  small_spec.classes = std::max<uint64_t>(1, args.files / 100);
+  small_spec.sizes.kind = SyntheticSizes::Kind::kFixed;
+  small_spec.sizes.fixed_bytes = *file_size;
+  auto small = MakeDataset(work, "small", small_spec, args.threads);
+  if (!small.ok()) return small.status();
+
+  // The counters first, while no mount competes for the CPU.
+  std::vector<double> read1, read2, pt_open, release, elapsed;
+  CounterCostOptions cost_options;
+  cost_options.read_calls = args.counter_calls;
+  cost_options.open_calls = std::max<uint64_t>(1, args.counter_calls / 10);
+  cost_options.distinct_files = args.files;
+  cost_options.file_size = *file_size;
+  for (int r = 0; r < args.repeat; ++r) {
+    auto c = MeasureCounterCost(cost_options);
+    if (!c.ok()) return c.status();
+    read1.push_back(c->read_ns_1_thread);
+    read2.push_back(c->read_ns_2_threads);
+    pt_open.push_back(c->passthrough_open_ns);
+    release.push_back(c->release_ns);
+    elapsed.push_back(c->elapsed_ns);
+  }
+  CounterCost cost{Median(read1), Median(read2), Median(pt_open), Median(release), Median(elapsed)};
+
+  MountStack stack(*self);
+  CLAIRFS_RETURN_IF_ERROR(Stage(stack, *mnt, &*big));
+  CLAIRFS_RETURN_IF_ERROR(Stage(stack, *mnt, &*small));
+  nlohmann::json mode_results = nlohmann::json::array();
+  for (const std::string& mode : modes) {
+    nlohmann::json m = {{"passthrough", mode}};
+    nlohmann::json targets = nlohmann::json::array();
+    for (Dataset* ds : {&*big, &*small}) {
+      auto reads = TimeReads(stack, *mnt, *ds, mode, args.repeat);
+      if (!reads.ok()) return reads.status().WithContext(ds->name + ", passthrough " + mode);
+      auto growth = MeasureGrowth(stack, *mnt, *ds, mode, args.repeat,
+                                  (*reads)["fresh"]["mount_seconds"].get<double>());
+      if (!growth.ok()) return growth.status().WithContext(ds->name + ", passthrough " + mode);
+      (*reads)["growth"] = *growth;
+      auto verified = VerifyReads(stack, *mnt, *ds, mode);
+      if (!verified.ok()) return verified.status().WithContext(ds->name + ", passthrough " + mode);
+      (*reads)["verify"] = *verified;
+      (*reads)["counter_share"] = {{"fresh", CounterShare(cost, *ds, (*reads)["fresh"])},
+                                   {"warm", CounterShare(cost, *ds, (*reads)["warm"])}};
+      m[ds->name] = *reads;
+    }
+    const double big_fresh = m["big"]["fresh"]["ratio"];
+    const double small_fresh = m["small"]["fresh"]["ratio"];
+    const double small_warm = m["small"]["warm"]["ratio"];
+    const double growth = m["big"]["growth"]["growth_per_byte_read"];
+    targets.push_back(
+        Target("big file, first read after a fresh mount", ">= 0.9x", big_fresh, big_fresh >= 0.9));
+    targets.push_back(Target("small files, first read after a fresh mount", ">= 0.3x", small_fresh,
+                             small_fresh >= 0.3));
+    targets.push_back(Target("small files, warm", ">= 0.5x", small_warm, small_warm >= 0.5));
+    targets.push_back(Target("page cache added by the mount per byte read (big file)", "<= 0.1 x N",
+                             growth, growth <= 0.1));
+    m["targets"] = targets;
+    mode_results.push_back(m);
+  }
+  CLAIRFS_RETURN_IF_ERROR(stack.PopAll());
+  nlohmann::json machine = Machine();
+  machine["load_average_start"] = load_start;
+  machine["load_average_end"] = LoadAverage();
+  *out = {{"machine", machine},
+          {"big_size", *big_size},
+          {"files", small->files.size()},
+          {"file_size", *file_size},
+          {"small_bytes", small->bytes},
+          {"threads", args.threads},
+          {"repeat", args.repeat},
+          {"counters",
+           {{"read_ns_1_thread", cost.read_ns_1_thread},
+            {"read_ns_2_threads", cost.read_ns_2_threads},
+            {"passthrough_open_ns", cost.passthrough_open_ns},
+            {"release_ns", cost.release_ns},
+            {"elapsed_ns", cost.elapsed_ns},
+            {"read_calls_per_thread", cost_options.read_calls},
+            {"open_calls", cost_options.open_calls}}},
+          {"modes", mode_results}};
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterBenchPassthrough(CLI::App& bench) {
+  auto args = std::make_shared<PassthroughArgs>();
+  CLI::App* cmd = AddCommand(
+      &bench, "passthrough",
+      "Staged files read through a clairfs mount with kernel passthrough on and off vs the staged "
+      "copies, the page cache a read adds, and the read-path counters' cost");
+  cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
+  cmd->add_option("--big-size", args->big_size, "Size of the big file (default 1G; --quick 128M)");
+  cmd->add_option("--files", args->files, "Small files (default 3000; --quick 300)")
+      ->check(CLI::Range(uint64_t{1}, kMaxSyntheticFiles));
+  cmd->add_option("--file-size", args->file_size, "Size of each small file (default 110K)");
+  cmd->add_option("--threads", args->threads, "Reader threads for the small files (default 2)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 5)")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--passthrough", args->modes, "Modes to measure: on,off (default), on or off");
+  cmd->add_option("--counter-calls", args->counter_calls,
+                  "Accounted READs per thread when timing the counters (default 2000000)")
+      ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000'000}));
+  cmd->add_flag("--quick", args->quick,
+                "Smaller and fewer (128M, 300 files, 1 run, 200000 counter calls)");
+  cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");
+  cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->callback([args, cmd]() {
+    PassthroughArgs a = *args;
+    if (a.quick) {
+      if (cmd->count("--big-size") == 0) a.big_size = "128M";
+      if (cmd->count("--files") == 0) a.files = 300;
+      if (cmd->count("--repeat") == 0) a.repeat = 1;
+      if (cmd->count("--counter-calls") == 0) a.counter_calls = 200'000;
+    }
+    nlohmann::json result;
+    Status status = Measure(a, &result);
+    if (!status.ok()) {
+      return SetExitCode(Fail(kCommand, status));
+    }
+    if (a.json) {
+      printf("%s\n", result.dump().c_str());
+    } else {
+      PrintPassthroughTable(result);
+    }
+    SetExitCode(kExitOk);
+  });
+}
+
+}  // namespace clairfs::cli
