@@ -1,6 +1,8 @@
 // `clairfs bench`: the parent of the benchmark instruments (see cmd_bench.h for how to add one).
 #include "tools/cmd_bench.h"
 
+#include <cstdio>
+
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -22,6 +24,17 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchManifest(*bench);
   RegisterBenchEpoch(*bench);
   RegisterBenchHeat(*bench);
+}
+
+int ReportBench(const char* command, const Status& measured, const nlohmann::json& result,
+                bool json, void (*print_table)(const nlohmann::json&)) {
+  if (!measured.ok()) return Fail(command, measured);
+  if (json) {
+    printf("%s\n", result.dump().c_str());
+  } else {
+    print_table(result);
+  }
+  return kExitOk;
 }
 
 }  // namespace clairfs::cli

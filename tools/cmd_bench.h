@@ -7,6 +7,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "planner/status.h"
 
 namespace clairfs::cli {
 
@@ -30,5 +33,11 @@ void RegisterBenchManifest(CLI::App& bench);
 void RegisterBenchEpoch(CLI::App& bench);
 // `clairfs bench heat`: one pass with the cache staged by heat per byte vs largest-first vs none.
 void RegisterBenchHeat(CLI::App& bench);
+
+// Reports a bench's measurement the same way for every child: on failure the one-line error of
+// Fail(command, measured); else `result` as one JSON line with `json`, or `print_table(result)`.
+// Returns the exit code (kExitOk or Fail's).
+int ReportBench(const char* command, const Status& measured, const nlohmann::json& result,
+                bool json, void (*print_table)(const nlohmann::json&));
 
 }  // namespace clairfs::cli

@@ -275,16 +275,8 @@ void RegisterBenchBigfile(CLI::App& bench) {
       if (cmd->count("--repeat") == 0) a.repeat = 3;
     }
     nlohmann::json result;
-    Status status = Measure(a, &result);
-    if (!status.ok()) {
-      return SetExitCode(Fail(kCommand, status));
-    }
-    if (a.json) {
-      printf("%s\n", result.dump().c_str());
-    } else {
-      PrintTable(result);
-    }
-    SetExitCode(kExitOk);
+    const Status measured = Measure(a, &result);
+    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintTable));
   });
 }
 

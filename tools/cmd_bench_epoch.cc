@@ -466,14 +466,9 @@ void RegisterBenchEpoch(CLI::App& bench) {
       if (cmd->count("--epochs") == 0) a.epochs = 3;
     }
     nlohmann::json result;
-    Status status = Measure(a, &result);
-    if (!status.ok()) {
-      return SetExitCode(Fail(kCommand, status));
-    }
-    if (a.json) {
-      printf("%s\n", result.dump().c_str());
-    } else {
-      PrintEpochTable(result);
+    const Status measured = Measure(a, &result);
+    if (int rc = ReportBench(kCommand, measured, result, a.json, PrintEpochTable); rc != kExitOk) {
+      return SetExitCode(rc);
     }
     for (const auto& check : result.value("invariants", nlohmann::json::array())) {
       if (!check["ok"]) {

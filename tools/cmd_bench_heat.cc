@@ -373,14 +373,8 @@ void RegisterBenchHeat(CLI::App& bench) {
       if (cmd->count("--open-latency") == 0) a.open_latency_ms = 1;
     }
     nlohmann::json result;
-    Status status = Measure(a, &result);
-    if (!status.ok()) return SetExitCode(Fail(kCommand, status));
-    if (a.json) {
-      printf("%s\n", result.dump().c_str());
-    } else {
-      PrintTable(result);
-    }
-    SetExitCode(kExitOk);
+    const Status measured = Measure(a, &result);
+    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintTable));
   });
 }
 

@@ -238,16 +238,8 @@ void RegisterBenchManifest(CLI::App& bench) {
     ManifestArgs a = *args;
     if (a.quick && cmd->count("--entries") == 0) a.entries = 20000;
     nlohmann::json result;
-    Status status = Measure(a, &result);
-    if (!status.ok()) {
-      return SetExitCode(Fail(kCommand, status));
-    }
-    if (a.json) {
-      printf("%s\n", result.dump().c_str());
-    } else {
-      PrintTable(result);
-    }
-    SetExitCode(kExitOk);
+    const Status measured = Measure(a, &result);
+    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintTable));
   });
 }
 

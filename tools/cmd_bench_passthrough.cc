@@ -530,16 +530,8 @@ void RegisterBenchPassthrough(CLI::App& bench) {
       if (cmd->count("--counter-calls") == 0) a.counter_calls = 200'000;
     }
     nlohmann::json result;
-    Status status = Measure(a, &result);
-    if (!status.ok()) {
-      return SetExitCode(Fail(kCommand, status));
-    }
-    if (a.json) {
-      printf("%s\n", result.dump().c_str());
-    } else {
-      PrintPassthroughTable(result);
-    }
-    SetExitCode(kExitOk);
+    const Status measured = Measure(a, &result);
+    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintPassthroughTable));
   });
 }
 
