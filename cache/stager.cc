@@ -41,6 +41,7 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
             "io_uring unavailable (%s): staging with a pool of %d threads",
             copier.status().message().c_str(), std::max(1, options_.threads));
   }
+  committer_ = std::make_unique<GroupCommitter>(store_, GroupCommitterOptions{});
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
@@ -335,7 +336,13 @@ Status Stager::CopyOne(const Request& request) {
     }
     return copy_status;
   }
-  st = store_->Commit(&*slot, request.identity);
+  // Fsynced here, where many workers' fsyncs overlap, not one after another in the committer.
+  st = store_->SyncData(&*slot);
+  if (st.ok()) {
+    st = committer_->Commit(&*slot, request.identity);  // aborts the slot on failure
+  } else {
+    store_->Abort(&*slot);
+  }
   if (!st.ok()) {
     failures_.fetch_add(1);
     LogOnce("stage-commit-" + std::to_string(st.code()), LogLevel::kWarn,
