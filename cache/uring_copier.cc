@@ -1,5 +1,5 @@
-// UringCopier: the ring loop, one state machine per file, the buffer pool and the commit pool
-// (see uring_copier.h).
+// UringCopier: the ring loop, one state machine per file, the buffer pool and the hand-off to the
+// group committer (see uring_copier.h).
 #include "cache/uring_copier.h"
 
 #include <fcntl.h>
@@ -10,16 +10,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <list>
-#include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "cache/group_committer.h"
 #include "planner/log.h"
 
 namespace clairfs {
@@ -77,20 +74,11 @@ struct UringCopier::Impl {
   std::list<FileCopy*> waiting;  // Step::kWaiting, in arrival order
   bool stopping = false;
 
-  // Commit pool. commit_mu guards commits and commit_stop.
-  std::mutex commit_mu;
-  std::condition_variable commit_cv;
-  std::deque<std::unique_ptr<FileCopy>> commits;
-  bool commit_stop = false;
-  std::vector<std::thread> commit_threads;
+  // Publishes fsynced copies in groups; its callbacks use the members above, so it goes first.
+  std::unique_ptr<GroupCommitter> committer;
 
   ~Impl() {
-    {
-      std::lock_guard<std::mutex> lock(commit_mu);
-      commit_stop = true;
-      commit_cv.notify_all();
-    }
-    for (auto& t : commit_threads) t.join();
+    committer.reset();
     if (ring_ready) io_uring_queue_exit(&ring);
     if (wake_fd >= 0) close(wake_fd);
     free(pool);
@@ -241,11 +229,24 @@ struct UringCopier::Impl {
     waiting.push_back(f);
   }
 
+  // The copy leaves the ring: the committer publishes it with whatever else is ready, then
+  // reports it and frees its place in flight.
   void HandOffToCommit(FileCopy* f) {
-    auto node = files.extract(f);
-    std::lock_guard<std::mutex> lock(commit_mu);
-    commits.push_back(std::move(node.mapped()));
-    commit_cv.notify_one();
+    files.extract(f).mapped().release();  // owned by the callback below from here on
+    committer->Submit(&f->slot, f->job.identity, [this, f](const Status& st) {
+      std::unique_ptr<FileCopy> owned(f);
+      if (st.ok()) {
+        hooks.done(f->job, CopyResult::kStaged, f->job.identity.size, st);
+      } else {
+        LogOnce("stage-commit-" + std::to_string(st.code()), LogLevel::kWarn,
+                "publishing %s failed: %s (copy dropped; logged once)", f->job.path.c_str(),
+                st.message().c_str());
+        hooks.done(f->job, CopyResult::kFailed, 0, st);
+      }
+      owned.reset();
+      active.fetch_sub(1);
+      Wake();
+    });
   }
 
   void OnCompletion(FileCopy* f, int res) {
@@ -314,6 +315,7 @@ struct UringCopier::Impl {
           return Finish(f, CopyResult::kFailed, Errno(res, "fsync cache copy"),
                         /*cache_side=*/true);
         }
+        f->slot.data_synced = true;  // this FSYNC completed after the last WRITE
         if (stopping) return Finish(f, CopyResult::kSkipped, shutdown);
         f->step = Step::kClose;
         io_uring_sqe* sqe = Sqe();
@@ -327,31 +329,6 @@ struct UringCopier::Impl {
         return HandOffToCommit(f);
       case Step::kWaiting:
         break;
-    }
-  }
-
-  void CommitLoop() {
-    for (;;) {
-      std::unique_ptr<FileCopy> f;
-      {
-        std::unique_lock<std::mutex> lock(commit_mu);
-        commit_cv.wait(lock, [&] { return commit_stop || !commits.empty(); });
-        if (commits.empty()) return;
-        f = std::move(commits.front());
-        commits.pop_front();
-      }
-      Status st = store->Commit(&f->slot, f->job.identity);  // aborts the slot on failure
-      if (st.ok()) {
-        hooks.done(f->job, CopyResult::kStaged, f->job.identity.size, st);
-      } else {
-        LogOnce("stage-commit-" + std::to_string(st.code()), LogLevel::kWarn,
-                "publishing %s failed: %s (copy dropped; logged once)", f->job.path.c_str(),
-                st.message().c_str());
-        hooks.done(f->job, CopyResult::kFailed, 0, st);
-      }
-      f.reset();
-      active.fetch_sub(1);
-      Wake();
     }
   }
 
@@ -447,10 +424,11 @@ Result<std::unique_ptr<UringCopier>> UringCopier::Create(const UringCopierOption
   impl->fixed_buffers = r == 0;
   if (r < 0) Log(LogLevel::kDebug, "io_uring: buffers not registered: %s", std::strerror(-r));
 
-  Impl* raw = impl.get();
-  for (int i = 0; i < std::max(1, options.commit_threads); ++i) {
-    impl->commit_threads.emplace_back([raw] { raw->CommitLoop(); });
-  }
+  GroupCommitterOptions committer_options;
+  committer_options.max_batch = static_cast<size_t>(std::max(1, options.commit_batch));
+  committer_options.linger_ns = options.commit_linger_ns;
+  committer_options.threads = std::max(1, options.commit_threads);
+  impl->committer = std::make_unique<GroupCommitter>(store, committer_options);
   return std::unique_ptr<UringCopier>(new UringCopier(std::move(impl)));
 }
 

@@ -6,10 +6,11 @@
 //   OPENAT source -> STATX (identity must equal the expected one) -> [BeginStaging, synchronous:
 //   reserves space, creates the temp file] -> READ/WRITE chunk by chunk -> STATX (identity
 //   unchanged) -> FSYNC temp file -> CLOSE source
-// and then ContentStore::Commit (fsync of the already clean file, rename, directory sync, synced
-// index write) on a small pool of commit threads, so publishing keeps the store's protocol and
-// crash guarantees unchanged and never stalls the ring; concurrent commits group in RocksDB's
-// write path and the file system's journal.
+// and then a GroupCommitter publishes it with the other copies ready by then
+// (ContentStore::CommitBatch: renames, one directory sync, one synced index write per group; the
+// data fsync is not repeated, the slot says it was done), so publishing keeps the store's
+// protocol and crash guarantees and never stalls the ring. Many FSYNCs in flight on the ring let
+// the file system merge them into few journal commits.
 //
 // Bounds: at most `max_files` files between OPENAT and the end of Commit (open fds, reservations);
 // at most `buffers` chunk buffers of `chunk_size` bytes (a file holds a buffer only between the
@@ -28,7 +29,8 @@
 //
 // Thread-safety: Create() anywhere; Run() on one thread; Wake() and stats accessors from any
 // thread. Hooks run on the ring thread (next, take_tokens, done for failures before commit) and
-// on commit threads (done after commit); they must not call back into the copier except Wake().
+// on the committer thread (done after publishing); they must not call back into the copier except
+// Wake().
 #pragma once
 
 #include <cstdint>
@@ -47,7 +49,9 @@ struct UringCopierOptions {
   int max_files = 64;              // files in flight (open .. published)
   int buffers = 64;                // chunk buffers in the pool
   size_t chunk_size = 256 * 1024;  // bytes per READ/WRITE
-  int commit_threads = 4;
+  int commit_threads = 1;          // groups published at once (GroupCommitterOptions::threads)
+  int commit_batch = 64;           // copies per group at most
+  uint64_t commit_linger_ns = 0;   // a group's longest wait for company
 };
 
 struct CopyJob {
