@@ -23,7 +23,6 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
     copier_options.max_files = std::max(1, options_.threads);
     copier_options.buffers = options_.buffers > 0 ? options_.buffers : copier_options.max_files;
     copier_options.chunk_size = options_.chunk_size;
-    copier_options.commit_threads = std::min(4, copier_options.max_files);
     CopierHooks hooks;
     hooks.next = [this](CopyJob* job) { return NextForCopier(job); };
     hooks.take_tokens = [this](size_t bytes, uint64_t* wait_ns) {
