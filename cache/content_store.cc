@@ -324,63 +324,144 @@ void ContentStore::Abort(StagingSlot* slot) {
   }
 }
 
-Status ContentStore::Commit(StagingSlot* slot, const FileIdentity& identity) {
-  auto fail = [&](Status st) {
-    Abort(slot);
-    return st;
-  };
+Status ContentStore::SyncData(StagingSlot* slot) {
   Status st = env_->Fsync(slot->fd);
-  if (!st.ok()) return fail(st.WithContext("stage " + slot->path));
-  struct stat sb;
-  st = env_->Fstat(slot->fd, &sb);
-  if (!st.ok()) return fail(st);
-  if (static_cast<uint64_t>(sb.st_size) != identity.size) {
-    return fail(Status::Error(EIO, "stage " + slot->path + ": copied " +
-                                       std::to_string(sb.st_size) + " bytes, expected " +
-                                       std::to_string(identity.size)));
-  }
-  st = env_->Close(slot->fd);
-  slot->fd = -1;
-  if (!st.ok()) return fail(st);
-  uint64_t alloc = AllocatedBytes(sb);
-  if (alloc > slot->reserved) {
-    // The filesystem allocated more than estimated: make room for the difference first, so
-    // the capacity holds at every instant.
-    st = MakeRoom(alloc - slot->reserved, slot->path, slot->may_evict);
-    if (!st.ok()) return fail(st);
-    slot->reserved = alloc;
-  }
-  std::string data_path = dir_->data_dir() + "/" + slot->data_name;
-  st = env_->Rename(slot->temp_path, data_path);
-  if (!st.ok()) return fail(st);
-  slot->temp_path.clear();
-  auto drop_published = [&](Status why) {
-    (void)env_->Unlink(data_path);
-    return fail(why);
-  };
-  st = env_->SyncDir(data_path.substr(0, data_path.rfind('/')));
-  if (!st.ok()) return drop_published(st);
-  Entry entry{slot->data_name, identity, alloc, static_cast<int64_t>(env_->NowRealtimeNanos()),
-              false};
-  CacheEntryRecord rec{entry.data_name, identity, alloc, entry.staged_at_ns, false};
-  st = index_->Put(IndexDb::kEntries, slot->path, EncodeCacheEntry(rec), /*sync=*/true);
-  if (!st.ok()) return drop_published(st);
-  {
-    std::lock_guard<std::mutex> lock(space_mu_);
-    reserved_bytes_ -= slot->reserved;
-    used_bytes_ += alloc;
-    slot->reserved = 0;
-  }
-  {
-    Shard& shard = ShardFor(slot->path);
-    std::lock_guard<std::mutex> lock(shard.mu);
-    shard.staging.erase(slot->path);
-    shard.entries[slot->path] = std::move(entry);
-  }
-  files_.fetch_add(1);
-  policy_->OnInsert(slot->path, alloc);
-  slot->path.clear();
+  if (!st.ok()) return st.WithContext("stage " + slot->path);
+  slot->data_synced = true;
   return Status::Ok();
+}
+
+Status ContentStore::Commit(StagingSlot* slot, const FileIdentity& identity) {
+  CommitItem item{slot, identity, Status::Ok()};
+  CommitBatch(std::span<CommitItem>(&item, 1));
+  return item.status;
+}
+
+void ContentStore::CommitBatch(std::span<CommitItem> items) {
+  auto fail = [&](CommitItem* item, Status why) {
+    Abort(item->slot);
+    item->status = std::move(why);
+  };
+  // 1. Per copy: bytes durable, size as expected, fd closed, room for what was really allocated.
+  struct Ready {
+    CommitItem* item;
+    uint64_t alloc;
+    std::string data_path;
+  };
+  std::vector<Ready> ready;
+  ready.reserve(items.size());
+  for (CommitItem& item : items) {
+    StagingSlot* slot = item.slot;
+    item.status = Status::Ok();
+    if (!slot->data_synced) {
+      Status st = SyncData(slot);
+      if (!st.ok()) {
+        fail(&item, st);
+        continue;
+      }
+    }
+    struct stat sb;
+    Status st = env_->Fstat(slot->fd, &sb);
+    if (!st.ok()) {
+      fail(&item, st);
+      continue;
+    }
+    if (static_cast<uint64_t>(sb.st_size) != item.identity.size) {
+      fail(&item,
+           Status::Error(EIO, "stage " + slot->path + ": copied " + std::to_string(sb.st_size) +
+                                  " bytes, expected " + std::to_string(item.identity.size)));
+      continue;
+    }
+    st = env_->Close(slot->fd);
+    slot->fd = -1;
+    if (!st.ok()) {
+      fail(&item, st);
+      continue;
+    }
+    uint64_t alloc = AllocatedBytes(sb);
+    if (alloc > slot->reserved) {
+      // The filesystem allocated more than estimated: make room for the difference first, so
+      // the capacity holds at every instant.
+      st = MakeRoom(alloc - slot->reserved, slot->path, slot->may_evict);
+      if (!st.ok()) {
+        fail(&item, st);
+        continue;
+      }
+      slot->reserved = alloc;
+    }
+    ready.push_back(Ready{&item, alloc, std::string()});
+  }
+  if (ready.empty()) return;
+
+  // 2. Renames, all into the first copy's fan-out directory, so that one directory fsync makes
+  // the whole batch's renames durable. Data names are recorded in the index, so a copy's
+  // directory need not follow from its path; batches still spread over all 256 directories.
+  const std::string fanout = ready.front().item->slot->data_name.substr(0, 2);
+  const std::string fanout_dir = dir_->data_dir() + "/" + fanout;
+  std::vector<Ready> renamed;
+  renamed.reserve(ready.size());
+  for (Ready& r : ready) {
+    StagingSlot* slot = r.item->slot;
+    slot->data_name = fanout + slot->data_name.substr(2);
+    r.data_path = dir_->data_dir() + "/" + slot->data_name;
+    Status st = env_->Rename(slot->temp_path, r.data_path);
+    if (!st.ok()) {
+      fail(r.item, st);
+      continue;
+    }
+    slot->temp_path.clear();
+    renamed.push_back(std::move(r));
+  }
+  if (renamed.empty()) return;
+  // A shared step failed: none of the batch is published; its data files become unreachable
+  // (removed here, or by recovery if this removal does not happen).
+  auto fail_all = [&](const Status& why) {
+    for (Ready& r : renamed) {
+      (void)env_->Unlink(r.data_path);
+      fail(r.item, why);
+    }
+  };
+
+  // 3. One fsync of the directory makes every rename durable.
+  Status st = env_->SyncDir(fanout_dir);
+  if (!st.ok()) return fail_all(st);
+
+  // 4. One synced index write for every entry: all of them or none survive a crash.
+  rocksdb::WriteBatch batch;
+  std::vector<Entry> entries;
+  entries.reserve(renamed.size());
+  for (Ready& r : renamed) {
+    StagingSlot* slot = r.item->slot;
+    Entry entry{slot->data_name, r.item->identity, r.alloc,
+                static_cast<int64_t>(env_->NowRealtimeNanos()), false};
+    CacheEntryRecord rec{entry.data_name, entry.identity, entry.alloc_bytes, entry.staged_at_ns,
+                         false};
+    batch.Put(index_->handle(IndexDb::kEntries), slot->path, EncodeCacheEntry(rec));
+    entries.push_back(std::move(entry));
+  }
+  st = index_->Write(&batch, /*sync=*/true);
+  if (!st.ok()) return fail_all(st);
+
+  // 5. Served from now on.
+  for (size_t i = 0; i < renamed.size(); ++i) {
+    StagingSlot* slot = renamed[i].item->slot;
+    const uint64_t alloc = renamed[i].alloc;
+    {
+      std::lock_guard<std::mutex> lock(space_mu_);
+      reserved_bytes_ -= slot->reserved;
+      used_bytes_ += alloc;
+      slot->reserved = 0;
+    }
+    {
+      Shard& shard = ShardFor(slot->path);
+      std::lock_guard<std::mutex> lock(shard.mu);
+      shard.staging.erase(slot->path);
+      shard.entries[slot->path] = std::move(entries[i]);
+    }
+    files_.fetch_add(1);
+    policy_->OnInsert(slot->path, alloc);
+    slot->path.clear();
+  }
 }
 
 Status ContentStore::RemoveEntry(const std::string& path, bool force, bool count_eviction) {

@@ -6,6 +6,14 @@
 //   3. Commit: fsync the file, close it, rename it into CACHE/data/<xx>/<name>, fsync that
 //      directory, then a synced index write recording the backing file's identity
 //   Abort (or any failure) unlinks the temp file and releases the reservation.
+// CommitBatch publishes many slots with the same steps in the same order, paying the durable ones
+// once per batch: every copy's data fsync (skipped for a slot whose writer already fsynced it and
+// said so in data_synced), every rename into ONE data/<xx> directory (the batch's first copy's),
+// one fsync of that directory, one synced index write (a RocksDB WriteBatch) for every entry.
+// So nothing reaches data/ before its bytes are durable and no entry reaches the index before its
+// rename is; a crash between steps leaves temp files and unindexed data files, which recovery
+// removes. Per-copy steps fail per copy; a failed shared step (directory fsync, index write)
+// fails every copy that reached it.
 // Recovery (on Open): CACHE/tmp is emptied, index entries whose data file is missing or of the
 // wrong size are dropped, data files with no index entry are deleted. So a crash at any instant
 // leaves a cache in which every entry names complete, durable bytes.
@@ -25,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -74,10 +83,21 @@ struct ContentStoreStats {
 struct StagingSlot {
   std::string path;       // relative path in the dataset
   std::string temp_path;  // CACHE/tmp/<name>
-  std::string data_name;  // <xx>/<name> under CACHE/data
+  std::string data_name;  // <xx>/<name> under CACHE/data (CommitBatch may pick another <xx>)
   int fd = -1;            // open for writing
   uint64_t reserved = 0;  // bytes reserved
   bool may_evict = true;  // whether room for this copy may be made by evicting others
+  // Set only by whoever fsynced `fd` after the last write to it (and saw it succeed); Commit then
+  // skips its own fsync. Never set it on the strength of an fsync that may not have happened.
+  bool data_synced = false;
+};
+
+// One copy of a batch publish: the slot and the identity it was copied from (in), the outcome
+// (out: ok = published; otherwise the slot was aborted).
+struct CommitItem {
+  StagingSlot* slot = nullptr;
+  FileIdentity identity;
+  Status status;
 };
 
 class ContentStore {
@@ -98,8 +118,14 @@ class ContentStore {
   // and opens a temp file. ENOSPC if the file cannot fit; EFBIG if it never could; EEXIST if
   // `path` is already published or being staged.
   Result<StagingSlot> BeginStaging(const std::string& path, uint64_t size, bool may_evict = true);
-  // Makes the slot's bytes durable and publishes them as the copy of `identity`.
+  // Makes the slot's bytes durable and publishes them as the copy of `identity` (a batch of one).
   Status Commit(StagingSlot* slot, const FileIdentity& identity);
+  // Publishes every item's slot as Commit would, the durable steps shared (see the top of this
+  // file); sets each item's status. Fsyncs of slots not yet data_synced run one after another:
+  // callers that can overlap them (the staging engines) fsync before and set data_synced.
+  void CommitBatch(std::span<CommitItem> items);
+  // Fsyncs the slot's bytes and sets data_synced (the slot is left as it is on failure).
+  Status SyncData(StagingSlot* slot);
   // Discards a slot (idempotent).
   void Abort(StagingSlot* slot);
 

@@ -51,7 +51,7 @@ Status IndexDb::FromRocks(const rocksdb::Status& s, std::string_view what) {
   return Status::Error(code, std::string(what) + ": " + s.ToString());
 }
 
-Result<std::unique_ptr<IndexDb>> IndexDb::Open(const std::string& dir) {
+Result<std::unique_ptr<IndexDb>> IndexDb::Open(const std::string& dir, rocksdb::Env* env) {
   auto block_cache = rocksdb::NewLRUCache(32 << 20);
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = true;
@@ -60,6 +60,7 @@ Result<std::unique_ptr<IndexDb>> IndexDb::Open(const std::string& dir) {
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 3;
   db_options.info_log_level = rocksdb::WARN_LEVEL;
+  if (env != nullptr) db_options.env = env;
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const char* name : kFamilyNames) {
     families.emplace_back(name, FamilyOptions(block_cache));

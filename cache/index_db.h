@@ -27,7 +27,9 @@ class IndexDb {
  public:
   enum Family { kMeta = 0, kNames, kInodes, kEntries, kHeat, kFamilyCount };
 
-  static Result<std::unique_ptr<IndexDb>> Open(const std::string& dir);
+  // `env`: the RocksDB Env to do file I/O through (tests inject log faults, see
+  // index_fault_fs.h); nullptr = RocksDB's default. It must outlive the IndexDb.
+  static Result<std::unique_ptr<IndexDb>> Open(const std::string& dir, rocksdb::Env* env = nullptr);
   ~IndexDb();
   IndexDb(const IndexDb&) = delete;
   IndexDb& operator=(const IndexDb&) = delete;

@@ -23,7 +23,6 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
     copier_options.max_files = std::max(1, options_.threads);
     copier_options.buffers = options_.buffers > 0 ? options_.buffers : copier_options.max_files;
     copier_options.chunk_size = options_.chunk_size;
-    copier_options.commit_threads = std::min(4, copier_options.max_files);
     CopierHooks hooks;
     hooks.next = [this](CopyJob* job) { return NextForCopier(job); };
     hooks.take_tokens = [this](size_t bytes, uint64_t* wait_ns) {
@@ -41,6 +40,7 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
             "io_uring unavailable (%s): staging with a pool of %d threads",
             copier.status().message().c_str(), std::max(1, options_.threads));
   }
+  committer_ = std::make_unique<GroupCommitter>(store_, GroupCommitterOptions{});
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
@@ -349,7 +349,13 @@ Status Stager::CopyOne(const Request& request) {
     }
     return copy_status;
   }
-  st = store_->Commit(&*slot, request.identity);
+  // Fsynced here, where many workers' fsyncs overlap, not one after another in the committer.
+  st = store_->SyncData(&*slot);
+  if (st.ok()) {
+    st = committer_->Commit(&*slot, request.identity);  // aborts the slot on failure
+  } else {
+    store_->Abort(&*slot);
+  }
   if (!st.ok()) {
     failures_.fetch_add(1);
     LogOnce("stage-commit-" + std::to_string(st.code()), LogLevel::kWarn,

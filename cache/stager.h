@@ -13,12 +13,14 @@
 //
 // Engines (StagerOptions::engine): the io_uring engine (cache/uring_copier.h) keeps `threads`
 // files in flight on one ring thread, with at most `buffers` chunk buffers (default `threads`);
-// the thread-pool engine runs `threads` workers copying one file each with pread/pwrite. Either
-// way `threads` means "files staged concurrently". kAuto picks io_uring when the Env is the
-// default one (io_uring bypasses the Env seam, so a fault-injecting Env gets the thread pool);
-// if io_uring is unavailable (ENOSYS, EPERM, io_uring_disabled) the thread pool is used and one
-// line is logged. The priority queue, de-duplication, Cancel, callbacks and stats are the same
-// for both.
+// the thread-pool engine runs `threads` workers copying one file each with pread/pwrite, then
+// fsyncing it, then handing it to a GroupCommitter and waiting for it to be published (so
+// concurrent workers' fsyncs merge in the journal and their publishes share one directory sync
+// and one index write). Either way `threads` means "files staged concurrently". kAuto picks
+// io_uring when the Env is the default one (io_uring bypasses the Env seam, so a fault-injecting
+// Env gets the thread pool); if io_uring is unavailable (ENOSYS, EPERM, io_uring_disabled) the
+// thread pool is used and one line is logged. The priority queue, de-duplication, Cancel, callbacks
+// and stats are the same for both.
 //
 // Thread-safe. Shutdown() cancels pending work and waits for copies in flight to end (aborted
 // promptly, leaving no temp files).
@@ -38,6 +40,7 @@
 
 #include "cache/content_store.h"
 #include "cache/env.h"
+#include "cache/group_committer.h"
 #include "cache/node_attr.h"
 #include "cache/uring_copier.h"
 #include "planner/status.h"
@@ -148,7 +151,8 @@ class Stager {
 
   std::atomic<uint64_t> files_staged_{0}, bytes_staged_{0}, failures_{0}, skipped_{0};
   std::vector<std::thread> workers_;
-  std::unique_ptr<UringCopier> copier_;  // set iff the io_uring engine runs (on workers_[0])
+  std::unique_ptr<UringCopier> copier_;        // set iff the io_uring engine runs (on workers_[0])
+  std::unique_ptr<GroupCommitter> committer_;  // set iff the thread pool runs; outlives workers_
 };
 
 }  // namespace clairfs

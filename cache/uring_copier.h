@@ -2,33 +2,44 @@
 // content store at once, so that a parallel filesystem's per-open latency (milliseconds) overlaps
 // across files instead of adding up.
 //
-// One thread (the caller of Run()) owns the ring. Per file, in order, as io_uring operations:
+// One thread (the caller of Run()) owns the ring. Per file, as io_uring operations:
 //   OPENAT source -> STATX (identity must equal the expected one) -> [BeginStaging, synchronous:
-//   reserves space, creates the temp file] -> READ/WRITE chunk by chunk -> STATX (identity
-//   unchanged) -> FSYNC temp file -> CLOSE source
-// and then ContentStore::Commit (fsync of the already clean file, rename, directory sync, synced
-// index write) on a small pool of commit threads, so publishing keeps the store's protocol and
-// crash guarantees unchanged and never stalls the ring; concurrent commits group in RocksDB's
-// write path and the file system's journal.
+//   reserves space, creates the temp file] -> READ/WRITE of up to `file_depth` chunks at once
+//   (each chunk a fixed range: READ into a pool buffer, WRITE at the same offset; a short READ
+//   is followed by a READ of the rest of the range; after the WRITE of any range but the last,
+//   SYNC_FILE_RANGE starts writing it to the device, and every `flush_every` bytes an fdatasync
+//   runs in the background, neither awaited) -> STATX of the source (identity unchanged) and
+//   FSYNC of the temp file, both at once -> close(2) of the source
+// and then a GroupCommitter publishes it with the other copies ready by then
+// (ContentStore::CommitBatch: renames, one directory sync, one synced index write per group; the
+// data fsync is not repeated, the slot says it was done), so publishing keeps the store's
+// protocol and crash guarantees and never stalls the ring. Many FSYNCs in flight on the ring let
+// the file system merge them into few journal commits.
 //
-// Bounds: at most `max_files` files between OPENAT and the end of Commit (open fds, reservations);
-// at most `buffers` chunk buffers of `chunk_size` bytes (a file holds a buffer only between the
-// READ of a chunk and the completion of its WRITE; files waiting for a buffer or for bandwidth
-// tokens hold none). Requests come from the owner through CopierHooks::next (highest priority
-// first, pulled only when a slot is free); bandwidth tokens are taken per chunk without blocking
-// (a file short of tokens waits while the ring keeps completing other operations).
+// Bounds: at most `max_files` files between OPENAT and the end of publishing (open fds,
+// reservations); at most `buffers` chunk buffers of `chunk_size` bytes (a chunk holds a buffer
+// from its READ to the completion of its WRITE; files waiting for a buffer or for bandwidth
+// tokens hold none). Waiting files take buffers in turn, one chunk per turn, so a few large files
+// use the pool's depth (up to `file_depth` chunks each) while many files get one chunk each.
+// The ring's limit on kernel io-wq workers (which run the operations that block: opens, stats and
+// reads of PFS files, buffered writes, fsyncs) is raised from 4 per CPU to the operations that
+// can be in flight, or `max_files` would not mean files in flight on a small node.
+// Requests come from the owner through CopierHooks::next (highest priority first, pulled only
+// when a slot is free); bandwidth tokens are taken per chunk without blocking (a file short of
+// tokens waits while the ring keeps completing other operations).
 //
 // Shutdown: once hooks.next reports stopping (or RequestStop()), nothing new starts; operations
-// already submitted complete (each is one open or one chunk), then every unfinished copy is aborted
-// (temp file unlinked, reservation released) and reported as ESHUTDOWN. Run() returns when no file
-// remains.
+// already submitted complete (each is one open, stat, fsync or chunk), then every unfinished copy
+// is aborted (temp file unlinked, reservation released) and reported as ESHUTDOWN. Run() returns
+// when no file remains.
 //
 // io_uring bypasses the Env seam: the fault-injecting Env cannot see these operations, so Stager
 // uses this engine only with the default Env unless told otherwise.
 //
 // Thread-safety: Create() anywhere; Run() on one thread; Wake() and stats accessors from any
 // thread. Hooks run on the ring thread (next, take_tokens, done for failures before commit) and
-// on commit threads (done after commit); they must not call back into the copier except Wake().
+// on the committer thread (done after publishing); they must not call back into the copier except
+// Wake().
 #pragma once
 
 #include <cstdint>
@@ -44,10 +55,14 @@ namespace clairfs {
 
 struct UringCopierOptions {
   std::string backing_root;
-  int max_files = 64;              // files in flight (open .. published)
-  int buffers = 64;                // chunk buffers in the pool
-  size_t chunk_size = 256 * 1024;  // bytes per READ/WRITE
-  int commit_threads = 4;
+  int max_files = 64;               // files in flight (open .. published)
+  int buffers = 64;                 // chunk buffers in the pool
+  size_t chunk_size = 256 * 1024;   // bytes per READ/WRITE
+  int file_depth = 8;               // chunks of one file in flight at most
+  uint64_t flush_every = 32 << 20;  // large files: background fdatasync every this many bytes
+  int commit_threads = 1;           // groups published at once (GroupCommitterOptions::threads)
+  int commit_batch = 64;            // copies per group at most
+  uint64_t commit_linger_ns = 0;    // a group's longest wait for company
 };
 
 struct CopyJob {

@@ -1,7 +1,8 @@
 // Tests of UringCopier driven directly through its hooks: byte-exact copies of many sizes, the
-// bound on files in flight and on buffers, a file changed mid-copy (identity check after the
-// last chunk), a vanished file among good ones, and a stop with copies in flight that leaves no
-// temp files. Skipped (with the reason) where the kernel offers no io_uring.
+// bound on files in flight and on buffers, a large file's chunks in flight at once, a file changed
+// mid-copy (identity check after the last chunk), a vanished file among good ones, and a stop
+// with copies in flight that leaves no temp files. Skipped (with the reason) where the kernel
+// offers no io_uring.
 #include "cache/uring_copier.h"
 
 #include <sys/stat.h>
@@ -60,12 +61,13 @@ class UringCopierTest : public ::testing::Test {
   }
 
   // Starts a copier whose `next` pops jobs_ and whose `done` records outcomes.
-  bool Start(int max_files, int buffers) {
+  bool Start(int max_files, int buffers, uint64_t flush_every = UringCopierOptions{}.flush_every) {
     UringCopierOptions options;
     options.backing_root = backing_;
     options.max_files = max_files;
     options.buffers = buffers;
     options.chunk_size = kChunk;
+    options.flush_every = flush_every;
     options.commit_threads = 2;
     CopierHooks hooks;
     hooks.next = [this](CopyJob* job) {
@@ -186,6 +188,20 @@ TEST_F(UringCopierTest, ManySizesAreCopiedByteExactWithinTheBounds) {
   EXPECT_LE(max_concurrent_, 8);
   EXPECT_GT(copier_->peak_buffers_in_use(), 0);
   EXPECT_LE(copier_->peak_buffers_in_use(), 3);
+  EXPECT_EQ(copier_->buffers_in_use(), 0);
+  EXPECT_EQ(TempFiles(), 0u);
+}
+
+// One large file alone takes several buffers at once (file_depth chunks in flight, 8 by default)
+// and, past `flush_every`, has background fdatasyncs of what is written; its copy is exact.
+TEST_F(UringCopierTest, LargeFileHasSeveralChunksInFlightAndIsCopiedByteExact) {
+  std::string big = Add("big", 80 * kChunk + 7, 1);
+  if (!Start(2, 12, /*flush_every=*/1 << 20)) GTEST_SKIP() << "no io_uring: " << unavailable_;
+  Submit("big");
+  WaitFor(1);
+  ASSERT_EQ(results_["big"].first, CopyResult::kStaged) << results_["big"].second.message();
+  EXPECT_EQ(ReadFile(store_->Find("big")->data_path), big);
+  EXPECT_EQ(copier_->peak_buffers_in_use(), 8);
   EXPECT_EQ(copier_->buffers_in_use(), 0);
   EXPECT_EQ(TempFiles(), 0u);
 }
