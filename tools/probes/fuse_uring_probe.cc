@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -53,6 +54,7 @@ struct Options {
   int classic_threads = 2;
   bool pin_classic = false;
   int depth = 8;
+  int threads_per_queue = 1;
   bool defer_taskrun = true;
   std::string dir = "/tmp";
 };
@@ -60,7 +62,7 @@ struct Options {
 const char* kUsage =
     "usage: fuse_uring_probe [--files N] [--size BYTES] [--repeat R] [--calls M]\n"
     "         [--serve passthrough|memory] [--classic-threads T] [--pin-classic]\n"
-    "         [--depth D] [--no-defer-taskrun] [--dir DIR]\n";
+    "         [--threads-per-queue Q] [--depth D] [--no-defer-taskrun] [--dir DIR]\n";
 
 Result<Options> ParseOptions(int argc, char** argv) {
   Options o;
@@ -92,6 +94,8 @@ Result<Options> ParseOptions(int argc, char** argv) {
       PROBE_NUMBER(calls, 1)
     } else if (arg == "--classic-threads") {
       PROBE_NUMBER(classic_threads, 1)
+    } else if (arg == "--threads-per-queue") {
+      PROBE_NUMBER(threads_per_queue, 1)
     } else if (arg == "--depth") {
       PROBE_NUMBER(depth, 1)
     } else if (arg == "--pin-classic") {
@@ -243,7 +247,16 @@ struct Samples {
   std::vector<double> time[kSides];
   std::vector<double> dev_requests[kSides];   // requests via /dev/fuse per operation
   std::vector<double> ring_requests[kSides];  // requests via the ring per operation
+  std::vector<double> cpu_us[kSides];         // CPU time of the whole process per operation
 };
+
+// User + system CPU time of every thread of this process (readers and daemon), in us.
+double ProcessCpuMicros() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  auto us = [](const struct timeval& tv) { return tv.tv_sec * 1e6 + tv.tv_usec; };
+  return us(ru.ru_utime) + us(ru.ru_stime);
+}
 
 Status Run(const Options& o) {
   if (geteuid() != 0) return Status::Error(EPERM, "must run as root (mount(2), passthrough)");
@@ -270,6 +283,7 @@ Status Run(const Options& o) {
   mo.dev_threads = o.classic_threads;
   mo.pin_dev_threads = o.pin_classic;
   mo.queue_depth = o.depth;
+  mo.ring_threads_per_queue = o.threads_per_queue;
   mo.defer_taskrun = o.defer_taskrun;
   mo.mountpoint = mnt_classic;
   auto classic = ProbeMount::Start(&fs_classic, mo);
@@ -292,10 +306,10 @@ Status Run(const Options& o) {
       init.kernel_minor, init.uring_offered ? "yes" : "no", init.passthrough_offered ? "yes" : "no",
       enable.saved());
   std::printf(
-      "classic: /dev/fuse read/writev loop, %d threads%s; uring: %d queues x %d "
-      "entries, one thread per queue pinned to its CPU%s, + 1 /dev/fuse thread\n",
-      o.classic_threads, o.pin_classic ? " pinned" : " unpinned", (*uring)->ring_queues(), o.depth,
-      o.defer_taskrun ? ", SINGLE_ISSUER|DEFER_TASKRUN" : "");
+      "classic: /dev/fuse read/writev loop, %d threads%s; uring: %d queues x %d threads x %d "
+      "entries, threads pinned to their queue's CPU%s, + 1 /dev/fuse thread\n",
+      o.classic_threads, o.pin_classic ? " pinned" : " unpinned", (*uring)->ring_queues(),
+      o.threads_per_queue, o.depth, o.defer_taskrun ? ", SINGLE_ISSUER|DEFER_TASKRUN" : "");
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   std::fflush(stdout);
 
@@ -347,11 +361,13 @@ Status Run(const Options& o) {
         ProbeFs* fs = fs_of[side];
         uint64_t dev0 = fs ? fs->requests(Transport::kDevFuse) : 0;
         uint64_t ring0 = fs ? fs->requests(Transport::kRing) : 0;
+        double cpu0 = ProcessCpuMicros();
         auto t = workloads[w].run(side, dirs[side]);
         if (!t.ok()) return t.status().WithContext(workloads[w].name);
         // RELEASE is asynchronous: let the last ones land before counting.
         if (fs) usleep(20000);
         Samples& s = samples[w];
+        s.cpu_us[side].push_back((ProcessCpuMicros() - cpu0) / workloads[w].ops);
         s.time[side].push_back(*t);
         s.dev_requests[side].push_back(
             fs ? (fs->requests(Transport::kDevFuse) - dev0) / workloads[w].ops : 0);
@@ -387,6 +403,15 @@ Status Run(const Options& o) {
   std::printf(
       "(cl/uring: classic time / uring time; dir/cl, dir/ur: direct time / mount time, "
       "the issue #7 ratio)\n");
+  std::printf("\nCPU time per operation, readers and daemon together (getrusage, medians)\n");
+  std::printf("%-36s %10s %10s %10s %9s\n", "workload", "direct", "classic", "uring", "cl/uring");
+  for (size_t w = 0; w < workloads.size(); ++w) {
+    const Samples& s = samples[w];
+    double c[kSides];
+    for (int side = 0; side < kSides; ++side) c[side] = Median(s.cpu_us[side]);
+    std::printf("%-36s %7.1f us %7.1f us %7.1f us %8.2fx\n", workloads[w].name.c_str(), c[kDirect],
+                c[kClassic], c[kUring], c[kClassic] / c[kUring]);
+  }
   std::printf("runs (classic | uring):\n");
   for (size_t w = 0; w < workloads.size(); ++w) {
     std::printf("  %-34s", workloads[w].name.c_str());

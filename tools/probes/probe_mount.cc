@@ -40,8 +40,8 @@ Result<std::unique_ptr<ProbeMount>> ProbeMount::Start(ProbeFs* fs,
                            "/sys/module/fuse/parameters/enable_uring Y?)");
     }
     // Until every queue has an entry the kernel holds new requests back.
-    Status st = mount->ring_.Start(mount->fd_, fs, options.queue_depth, options.max_write,
-                                   options.defer_taskrun);
+    Status st = mount->ring_.Start(mount->fd_, fs, options.ring_threads_per_queue,
+                                   options.queue_depth, options.max_write, options.defer_taskrun);
     if (!st.ok()) return st;
     mount->dev_loop_.Start(mount->fd_, fs, 1, false, options.max_write);
   } else {

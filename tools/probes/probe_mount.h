@@ -21,8 +21,9 @@ struct ProbeMountOptions {
   bool uring = false;   // FUSE-over-io_uring; else the classic loop
   int dev_threads = 2;  // classic loop threads (with the ring: 1, for FORGET/INTERRUPT)
   bool pin_dev_threads = false;
-  int queue_depth = 8;        // ring entries per queue
-  bool defer_taskrun = true;  // rings with SINGLE_ISSUER | DEFER_TASKRUN
+  int ring_threads_per_queue = 1;  // ring threads (each with its own io_uring) per CPU queue
+  int queue_depth = 8;             // ring entries per ring thread
+  bool defer_taskrun = true;       // rings with SINGLE_ISSUER | DEFER_TASKRUN
   uint32_t max_write = 256 * 1024;
 };
 

@@ -167,28 +167,31 @@ void PrepareCommand(struct io_uring_sqe* sqe, int fuse_fd, uint32_t cmd, RingEnt
 
 }  // namespace
 
-Status RingQueues::Start(int fuse_fd, ProbeFs* fs, int depth, uint32_t payload_size,
-                         bool defer_taskrun) {
+Status RingQueues::Start(int fuse_fd, ProbeFs* fs, int threads_per_queue, int depth,
+                         uint32_t payload_size, bool defer_taskrun) {
   fd_ = fuse_fd;
   fs_ = fs;
   depth_ = depth;
   payload_size_ = std::max<uint32_t>(payload_size, fuse_abi::kUringMinPayload);
   defer_taskrun_ = defer_taskrun;
-  const int queues = get_nprocs_conf();  // the kernel makes one queue per possible CPU
-  registered_ = std::vector<std::atomic<int>>(queues);
-  for (int q = 0; q < queues; ++q) threads_.emplace_back([this, q] { Run(q); });
+  queues_ = get_nprocs_conf();  // the kernel makes one queue per possible CPU
+  const int threads = queues_ * threads_per_queue;
+  registered_ = std::vector<std::atomic<int>>(threads);
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this, i, threads_per_queue] { Run(i, i / threads_per_queue); });
+  }
   // Registration is quick: the commands are queued in the kernel during io_uring_enter.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (int q = 0; q < queues; ++q) {
-    while (registered_[q].load() == 0) {
+  for (int i = 0; i < threads; ++i) {
+    while (registered_[i].load() == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
-        return Status::Error(ETIMEDOUT, "ring queue " + std::to_string(q) + " did not register");
+        return Status::Error(ETIMEDOUT, "ring thread " + std::to_string(i) + " did not register");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (registered_[q].load() < 0) {
-      return Status::FromErrno(-registered_[q].load(),
-                               "registering ring queue " + std::to_string(q));
+    if (registered_[i].load() < 0) {
+      return Status::FromErrno(-registered_[i].load(),
+                               "registering ring thread " + std::to_string(i));
     }
   }
   return Status::Ok();
@@ -199,7 +202,7 @@ void RingQueues::Join() {
   threads_.clear();
 }
 
-void RingQueues::Run(int qid) {
+void RingQueues::Run(int index, int qid) {
   PinToCpu(qid);
   struct io_uring ring;
   struct io_uring_params params;
@@ -208,7 +211,7 @@ void RingQueues::Run(int qid) {
   if (defer_taskrun_) params.flags |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
   int rc = io_uring_queue_init_params(static_cast<unsigned>(depth_ * 2), &ring, &params);
   if (rc < 0) {
-    registered_[qid].store(rc);
+    registered_[index].store(rc);
     return;
   }
   std::vector<RingEntry> entries(static_cast<size_t>(depth_));
@@ -227,7 +230,7 @@ void RingQueues::Run(int qid) {
   // INIT reply did not accept the ring).
   struct io_uring_cqe* cqe = nullptr;
   if (rc >= 0 && io_uring_peek_cqe(&ring, &cqe) == 0 && cqe->res < 0) rc = cqe->res;
-  registered_[qid].store(rc < 0 ? rc : 1);
+  registered_[index].store(rc < 0 ? rc : 1);
   if (rc < 0) {
     io_uring_queue_exit(&ring);
     return;

@@ -7,10 +7,11 @@
 //   /dev/fuse, serve it and writev() the reply (what libfuse's multi-threaded loop does, minus
 //   its bookkeeping). Threads may be pinned to CPU i % ncpu. With the ring in use it still
 //   receives FORGET/BATCH_FORGET/INTERRUPT.
-// - RingQueues: FUSE-over-io_uring (fs/fuse_uring_abi.h). One queue per possible CPU, one
-//   thread per queue pinned to that CPU, each with its own io_uring (SQE128) and `depth`
-//   registered entries; a thread serves the requests its entries receive and commits each reply
-//   with COMMIT_AND_FETCH, which re-arms the entry.
+// - RingQueues: FUSE-over-io_uring (fs/fuse_uring_abi.h). One queue per possible CPU,
+//   `threads_per_queue` threads per queue pinned to that CPU, each with its own io_uring
+//   (SQE128) and `depth` registered entries; a thread serves the requests its entries receive
+//   and commits each reply with COMMIT_AND_FETCH, which re-arms the entry. (With depth 1 an
+//   entry is available only while its thread is idle, so a slow request never holds up another.)
 //
 // Both loops end when the connection goes away (unmount): read() fails with ENODEV, ring
 // commands complete with an error. Join() waits for that. Not copyable; Start() once.
@@ -71,19 +72,21 @@ class RingQueues {
   // Starts one thread per possible CPU and returns once every queue has registered its
   // entries (then the kernel routes requests to the ring), or the first registration error.
   // `defer_taskrun`: create the rings with SINGLE_ISSUER | DEFER_TASKRUN.
-  Status Start(int fuse_fd, ProbeFs* fs, int depth, uint32_t payload_size, bool defer_taskrun);
+  Status Start(int fuse_fd, ProbeFs* fs, int threads_per_queue, int depth, uint32_t payload_size,
+               bool defer_taskrun);
   void Join();
-  int queues() const { return static_cast<int>(threads_.size()); }
+  int queues() const { return queues_; }
 
  private:
-  void Run(int qid);
+  void Run(int index, int qid);
+  int queues_ = 0;
   int fd_ = -1;
   ProbeFs* fs_ = nullptr;
   int depth_ = 0;
   uint32_t payload_size_ = 0;
   bool defer_taskrun_ = false;
   std::vector<std::thread> threads_;
-  // Registration outcome per queue: 0 pending, 1 registered, -errno failed.
+  // Registration outcome per thread: 0 pending, 1 registered, -errno failed.
   std::vector<std::atomic<int>> registered_;
 };
 
