@@ -60,6 +60,9 @@ struct StagerOptions {
   size_t chunk_size = 1 << 20;
   StageEngine engine = StageEngine::kAuto;
   int buffers = 0;  // io_uring engine: chunk buffers in the pool; 0 = one per file in flight
+  // Large copies: written back while copying, and waited for every this many bytes, so that the
+  // final fsync does not write the whole file at once (0 = no waiting writeback).
+  uint64_t flush_every = 32 << 20;
 };
 
 struct StagerStats {
