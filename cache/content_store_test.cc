@@ -28,6 +28,7 @@
 #include "cache/fault_env.h"
 #include "cache/index_db.h"
 #include "cache/index_fault_fs.h"
+#include "cache/test_store.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -42,26 +43,11 @@ using testing::TempDir;
 using testing::WriteFile;
 namespace fsys = std::filesystem;
 
-// A cache directory, its index and the store on it, torn down in the right order.
-struct OpenStore {
-  std::unique_ptr<CacheDir> dir;
-  std::unique_ptr<IndexDb> index;
-  std::unique_ptr<ContentStore> store;
-};
+using testing::OpenStore;
 
 Result<OpenStore> Open(const std::string& root, Env* env, ContentStoreOptions options = {},
                        const std::string& index_dir = "", rocksdb::Env* index_env = nullptr) {
-  OpenStore s;
-  auto dir = CacheDir::Acquire(root, env);
-  if (!dir.ok()) return dir.status();
-  s.dir = std::move(*dir);
-  auto index = IndexDb::Open(index_dir.empty() ? s.dir->index_dir() : index_dir, index_env);
-  if (!index.ok()) return index.status();
-  s.index = std::move(*index);
-  auto store = ContentStore::Open(s.dir.get(), s.index.get(), env, options, NewLruPolicy());
-  if (!store.ok()) return store.status();
-  s.store = std::move(*store);
-  return s;
+  return testing::OpenTestStore(root, env, options, index_dir, index_env);
 }
 
 void Close(OpenStore* s) {
