@@ -251,7 +251,6 @@ Status StartDaemon(Daemon* d) {
     // Heat steps aside while a plan is active.
     plan_deps.on_plan_active = [heat_policy](bool active) { heat_policy->SetEnabled(!active); };
   }
-  plan_deps.stage_concurrency = d->options.stage_threads;
   d->plan = std::make_unique<PlanRuntime>(plan_deps);
   if (!d->options.plan.empty()) {
     PlanTrackerConfig plan_config;

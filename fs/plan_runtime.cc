@@ -13,7 +13,6 @@ namespace clairfs {
 namespace {
 
 constexpr auto kPassInterval = std::chrono::milliseconds(3);
-constexpr uint64_t kBlock = 4096;
 // Staging runs this fraction of the capacity ahead of the slowest rank (further into free space).
 constexpr uint64_t kPrefetchDepthDivisor = 8;
 // The reader's pace and the copy time are measured over intervals of at least this long.
@@ -188,11 +187,11 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     }
     if (deps_.policy != nullptr) deps_.policy->Rekey();
   }
+  // The whole capacity is the plan's: the store reserves a copy's size in whole blocks, as
+  // counted here, so a cache as large as the dataset's blocks holds all of it. (A copy that takes
+  // more, an ext4 extent block, is topped up at commit by the policy's victim.)
   const uint64_t capacity = deps_.store->capacity();
-  // The store reserves one block more than a file's rounded size while it is copied; the rest of
-  // the capacity is the plan's, so a cache as large as the dataset holds all of it.
-  const uint64_t slack = kBlock * static_cast<uint64_t>(std::max(1, deps_.stage_concurrency));
-  const uint64_t budget = capacity == 0 ? UINT64_MAX : capacity > slack ? capacity - slack : 0;
+  const uint64_t budget = capacity == 0 ? UINT64_MAX : capacity;
   const uint64_t depth = budget / kPrefetchDepthDivisor;
   const ContentStoreStats store = deps_.store->stats();
   const uint64_t occupied = store.used_bytes + store.reserved_bytes;
@@ -213,7 +212,7 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     if (!seen.insert(planned.file).second) continue;
     std::optional<FileIdentity> id = IdentityOf(tracker, planned.file);
     if (!id) continue;
-    const uint64_t alloc = (id->size + kBlock - 1) / kBlock * kBlock;
+    const uint64_t alloc = ContentStore::EstimateAlloc(id->size);
     if (alloc > budget - sum) break;
     // Beyond the prefetch depth, only into free space: evicting a retained file to stage one
     // early would cost a second copy of the evicted file.

@@ -3,17 +3,17 @@
 //
 // The prefetcher wakes every few milliseconds, generates the next epoch when every rank has
 // entered the last loaded one, then walks the plan from the slowest cursor (at most
-// `max_lookahead` positions) and admits distinct files in plan order while their allocated sizes
-// fit in 1/8 of the plan's budget (the capacity less one block per concurrent copy, which the
-// store reserves on top of a file's rounded size), or further while they fit in free space
-// (prefetching the whole capacity ahead would evict every retained file and refetch it). It sets
-// the policy's protection limit to the last admitted file's time (so nothing inside the window
-// is evicted for it) and enqueues the admitted files that are not staged yet, the nearest
-// quarter at high priority, except those the reader will reach before a copy could finish:
-// `left_to_reader` = 2 x the reader's pace (positions per second at the slowest cursor) x the
-// time a copy spends in flight (Little's law over the stager's counters), both measured over
-// 50 ms intervals (one without copies halves the copy-time estimate, so that a slow spell does
-// not leave every file to the reader for good). A copy that loses that race reads the file from the
+// `max_lookahead` positions) and admits distinct files in plan order while their sizes in whole
+// blocks (what the store reserves and, on ext4 and tmpfs, what a copy takes) fit in 1/8 of the
+// capacity, or further while they fit in free space (prefetching the whole capacity ahead would
+// evict every retained file and refetch it). So a cache exactly the size of the dataset's blocks
+// holds all of it. It sets the policy's protection limit to the last admitted file's time (so
+// nothing inside the window is evicted for it) and enqueues the admitted files that are not staged
+// yet, the nearest quarter at high priority, except those the reader will reach before a copy could
+// finish: `left_to_reader` = 2 x the reader's pace (positions per second at the slowest cursor) x
+// the time a copy spends in flight (Little's law over the stager's counters), both measured over 50
+// ms intervals (one without copies halves the copy-time estimate, so that a slow spell does not
+// leave every file to the reader for good). A copy that loses that race reads the file from the
 // backing store a second time and, once published, evicts a file the plan still needs. For the same
 // reason a request queued by an earlier pass that is no longer to be staged (the reader got there
 // first, or it no longer fits) is withdrawn while it waits (Stager::CancelUnwaited). Once a tracker
@@ -57,7 +57,6 @@ struct PlanRuntimeDeps {
   // Told when a plan becomes active (Set) or stops being so (Clear, or the tracker dropped it);
   // may be empty. Called without PlanRuntime's lock.
   std::function<void(bool active)> on_plan_active;
-  int stage_concurrency = 4;  // files the stager copies at once (--stage-threads)
 };
 
 class PlanRuntime final : public OpenObserver {
