@@ -111,22 +111,34 @@ void PlanRuntime::Loop() {
       cv_.wait_for(lock, kPassInterval);
     }
     if (stopping_) break;
-    std::shared_ptr<PlanTracker> tracker = tracker_;
-    if (!tracker) continue;
-    if (tracker->dropped()) {
-      if (!rekeyed_drop_) {
-        rekeyed_drop_ = true;
-        lock.unlock();
-        if (deps_.policy != nullptr) deps_.policy->Rekey();
-        if (deps_.on_plan_active) deps_.on_plan_active(false);
-        lock.lock();
-      }
-      continue;
-    }
     lock.unlock();
-    PrefetchPass(tracker.get());
+    RunPass();
     lock.lock();
   }
+}
+
+void PlanRuntime::RunPass() {
+  std::shared_ptr<PlanTracker> tracker;
+  bool handle_drop = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tracker = tracker_;
+    if (!tracker) return;
+    if (tracker->dropped()) {
+      if (rekeyed_drop_) return;
+      rekeyed_drop_ = true;
+      handle_drop = true;
+    }
+  }
+  if (!handle_drop) {
+    PrefetchPass(tracker.get());
+    return;
+  }
+  // The plan was wrong: what it queued would evict what read-through keeps for the real reader.
+  for (const std::string& path : queued_) deps_.stager->CancelUnwaited(path);
+  queued_.clear();
+  if (deps_.policy != nullptr) deps_.policy->Rekey();
+  if (deps_.on_plan_active) deps_.on_plan_active(false);
 }
 
 std::optional<FileIdentity> PlanRuntime::IdentityOf(PlanTracker* tracker, uint32_t file) {
@@ -142,15 +154,15 @@ std::optional<FileIdentity> PlanRuntime::IdentityOf(PlanTracker* tracker, uint32
 }
 
 void PlanRuntime::UpdateLead(uint64_t cursor_time) {
-  const auto now = std::chrono::steady_clock::now();
+  const uint64_t now = deps_.env->NowMonotonicNanos();
   const StagerStats stats = deps_.stager->stats();
   if (!sample_.started || cursor_time < sample_.cursor_time) {
     sample_ = LeadSample{true, now, cursor_time, stats.files_staged, 0, 0};
     return;
   }
-  sample_.in_flight_sum += stats.in_flight;
+  sample_.in_flight_sum += static_cast<double>(stats.in_flight);
   ++sample_.passes;
-  const double seconds = std::chrono::duration<double>(now - sample_.start).count();
+  const double seconds = static_cast<double>(now - sample_.start_ns) / 1e9;
   if (seconds < kLeadSampleSeconds) return;
   // Exponential averages with weight 1/2 per sample: a change of pace shows within a few samples.
   const double rate = static_cast<double>(cursor_time - sample_.cursor_time) / seconds;
@@ -245,7 +257,7 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     staging.insert(path);
     const StagePriority priority =
         i < to_stage.size() / 4 ? StagePriority::kHigh : StagePriority::kNormal;
-    if (deps_.stager->Enqueue(path, to_stage[i]->identity, priority)) {
+    if (deps_.stager->Prefetch(path, to_stage[i]->identity, priority)) {
       ++prefetched_;
       queued_.insert(path);
     }
