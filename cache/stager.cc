@@ -366,6 +366,9 @@ Status Stager::CopyOne(const Request& request) {
   st = store_->SyncData(&*slot);
   if (st.ok()) {
     st = committer_->Commit(&*slot, request.identity);  // aborts the slot on failure
+    // The copy took more than reserved and no room was found for it without evicting a copy the
+    // policy keeps: not staged, as when the reservation itself finds no room.
+    if (st.code() == ENOSPC) return skip(st);
   } else {
     store_->Abort(&*slot);
   }

@@ -643,6 +643,44 @@ TEST_P(StagerEngineTest, ShutdownWithManyInFlightIsPromptAndLeavesNoTemps) {
   EXPECT_EQ(store_->stats().reserved_bytes, 0u);
 }
 
+// A copy that takes more than its reservation (st_blocks beyond its rounded size, as ext4 gives a
+// large file that needs an extent block) and finds no room for the rest without evicting is not
+// published: skipped, not failed, by both engines, leaving nothing reserved and no temp file.
+TEST_P(StagerEngineTest, ACopyThatOutgrowsItsReservationWithoutRoomIsSkipped) {
+  // The store's Env (the committer's fstat) reports one block more than a copy has.
+  class InflatingEnv : public EnvWrapper {
+   public:
+    InflatingEnv() : EnvWrapper(Env::Default()) {}
+    Status Fstat(int fd, struct stat* st) override {
+      Status s = EnvWrapper::Fstat(fd, st);
+      if (s.ok()) st->st_blocks += 4096 / 512;
+      return s;
+    }
+  } inflating;
+  store_.reset();
+  auto store = ContentStore::Open(dir_.get(), index_.get(), &inflating,
+                                  ContentStoreOptions{4096, 0}, NewLruPolicy());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  store_ = std::move(*store);
+  Add("a", 4000, 1);
+  Start(2);
+  // Its one block is reserved; at publish it has two, and there is no room for the second.
+  Status a;
+  stager_->Enqueue(
+      "a", Identity("a"), StagePriority::kHigh, [&](const StageOutcome& o) { a = o.status; },
+      /*may_evict=*/false);
+  stager_->WaitIdle();
+  EXPECT_EQ(a.code(), ENOSPC) << a.message();
+  EXPECT_FALSE(store_->Contains("a"));
+  EXPECT_EQ(stager_->stats().skipped, 1u);
+  EXPECT_EQ(stager_->stats().failures, 0u);
+  EXPECT_EQ(stager_->stats().files_staged, 0u);
+  EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+  EXPECT_EQ(TempFiles(), 0u);
+  stager_.reset();  // before `inflating` goes
+  store_.reset();
+}
+
 INSTANTIATE_TEST_SUITE_P(BothEngines, StagerEngineTest,
                          ::testing::Values(StageEngine::kUring, StageEngine::kThreads),
                          [](const ::testing::TestParamInfo<StageEngine>& info) {

@@ -298,9 +298,9 @@ TEST_F(HeatTest, EvictionUnderReadPressureKeepsHotFiles) {
   }
   const std::string log = dir_ / "hot.darshan";
   WriteLog(log, "/pfs/data", hot);
-  // Room for the four hot files as --fit counts them (8 KiB reserved each); staged, each takes
-  // one 4 KiB block, which leaves room for up to three cold copies.
-  const uint64_t capacity = 4 * 8192;
+  // Room for the four hot files as --fit counts them (one 4 KiB block each, as they take) and
+  // for three cold copies besides.
+  const uint64_t capacity = (4 + 3) * 4096;
   ClairfsMount m(backing_, mnt_, cache_);
   ASSERT_EQ(m.Mount({"--capacity", std::to_string(capacity)}).exit_code, 0);
   ASSERT_EQ(Cli({"darshan", "import", mnt_, log, "--strip-prefix", "/pfs/data"}).exit_code, 0);
