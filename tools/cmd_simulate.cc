@@ -65,6 +65,19 @@ std::vector<uint32_t> NodeOrder(const EpochOrder& order, uint32_t first_rank, ui
   return out;
 }
 
+// One policy's per-epoch results as JSON rows.
+nlohmann::json RowsJson(const std::vector<SimEpochResult>& results) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const SimEpochResult& r : results) {
+    rows.push_back({{"epoch", r.epoch},
+                    {"accesses", r.accesses},
+                    {"hits", r.hits},
+                    {"misses", r.misses},
+                    {"backing_bytes", r.backing_bytes}});
+  }
+  return rows;
+}
+
 // Reads the Darshan logs of --heat, maps their paths onto the dataset's (as `clairfs darshan
 // import` does: --strip-prefix, or the detected prefix) and fills heat per byte by file index.
 // Returns a summary for the report.
@@ -215,26 +228,10 @@ int RunSimulate(const SimulateArgs& a) {
   out["ranks"] = {plan->first_rank(), plan->last_rank()};
   nlohmann::json results = nlohmann::json::object();
   for (SimPolicy policy : policies) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const SimEpochResult& r : SimulateCache(trace, sizes, *capacity, policy)) {
-      rows.push_back({{"epoch", r.epoch},
-                      {"accesses", r.accesses},
-                      {"hits", r.hits},
-                      {"misses", r.misses},
-                      {"backing_bytes", r.backing_bytes}});
-    }
-    results[SimPolicyName(policy)] = rows;
+    results[SimPolicyName(policy)] = RowsJson(SimulateCache(trace, sizes, *capacity, policy));
   }
   if (heat) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const SimEpochResult& r : SimulateHeatCache(trace, sizes, *capacity, sim_heat)) {
-      rows.push_back({{"epoch", r.epoch},
-                      {"accesses", r.accesses},
-                      {"hits", r.hits},
-                      {"misses", r.misses},
-                      {"backing_bytes", r.backing_bytes}});
-    }
-    results["heat"] = rows;
+    results["heat"] = RowsJson(SimulateHeatCache(trace, sizes, *capacity, sim_heat));
     out["heat"] = heat_report;
   }
   out["policies"] = results;
