@@ -19,8 +19,10 @@
 // leaves a cache in which every entry names complete, durable bytes.
 //
 // Capacity: staged bytes are counted in allocated blocks (st_blocks) and never exceed `capacity`;
-// the device's free space is kept above `min_free`. A file larger than the capacity is refused
-// (ENOSPC) and stays served from the backing store.
+// the device's free space is kept above `min_free`. A copy in flight reserves its size in whole
+// blocks (EstimateAlloc); if its st_blocks at commit say more, the difference is reserved before it
+// is published (evicting, unless the slot may not), or the copy is dropped (ENOSPC). A file larger
+// than the capacity is refused (EFBIG) and stays served from the backing store.
 //
 // Threading: all methods are thread-safe. Find() (the open path) takes one shard mutex briefly and
 // does no I/O. Lock order: policy mutex -> shard mutex -> space mutex; no lock is held across I/O
@@ -149,7 +151,8 @@ class ContentStore {
   uint64_t capacity() const { return capacity_; }
   // Bytes that can be reserved now without evicting anything (capacity and free-space floor).
   Result<uint64_t> RoomWithoutEviction();
-  // The space BeginStaging reserves for a file of `size` bytes (whole blocks plus one).
+  // The space BeginStaging reserves for a file of `size` bytes: its size in whole 4 KiB blocks.
+  // CommitBatch reserves the rest (evicting, if the slot may) when the copy's st_blocks say more.
   static uint64_t EstimateAlloc(uint64_t size);
   EvictionPolicy* policy() { return policy_.get(); }
 

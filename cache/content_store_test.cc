@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include "cache/fault_env.h"
 #include "cache/index_db.h"
 #include "cache/index_fault_fs.h"
+#include "cache/test_store.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -42,26 +44,11 @@ using testing::TempDir;
 using testing::WriteFile;
 namespace fsys = std::filesystem;
 
-// A cache directory, its index and the store on it, torn down in the right order.
-struct OpenStore {
-  std::unique_ptr<CacheDir> dir;
-  std::unique_ptr<IndexDb> index;
-  std::unique_ptr<ContentStore> store;
-};
+using testing::OpenStore;
 
 Result<OpenStore> Open(const std::string& root, Env* env, ContentStoreOptions options = {},
                        const std::string& index_dir = "", rocksdb::Env* index_env = nullptr) {
-  OpenStore s;
-  auto dir = CacheDir::Acquire(root, env);
-  if (!dir.ok()) return dir.status();
-  s.dir = std::move(*dir);
-  auto index = IndexDb::Open(index_dir.empty() ? s.dir->index_dir() : index_dir, index_env);
-  if (!index.ok()) return index.status();
-  s.index = std::move(*index);
-  auto store = ContentStore::Open(s.dir.get(), s.index.get(), env, options, NewLruPolicy());
-  if (!store.ok()) return store.status();
-  s.store = std::move(*store);
-  return s;
+  return testing::OpenTestStore(root, env, options, index_dir, index_env);
 }
 
 void Close(OpenStore* s) {
@@ -844,9 +831,9 @@ TEST(ContentStoreTest, CapacityNeverExceededAndLruOrderHolds) {
   for (int i = 0; i < 33; ++i) {  // 3x the capacity in files
     std::string path = "f" + std::to_string(i);
     std::string data = RandomBytes(4096, i);
-    // Expected victims: oldest first until the new file's estimate (2 blocks) fits.
+    // Expected victims: oldest first until the new file's estimate (its one block) fits.
     std::vector<std::string> expect_victims;
-    while (used + 8192 > capacity) {
+    while (used + 4096 > capacity) {
       expect_victims.push_back(model.back());
       used -= alloc[model.back()];
       model.pop_back();
@@ -950,7 +937,7 @@ TEST(ContentStoreTest, ConcurrentPublishFindEvictKeepsInvariants) {
 
 TEST(ContentStoreTest, PinnedCopiesAreNotEvicted) {
   TempDir tmp;
-  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{4 * 4096, 0});
+  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{3 * 4096, 0});
   ASSERT_TRUE(s.ok());
   ContentStore* store = s->store.get();
   ASSERT_TRUE(Publish(store, Env::Default(), "p", RandomBytes(4096, 1)).ok());
@@ -974,7 +961,7 @@ TEST(ContentStoreTest, PinnedCopiesAreNotEvicted) {
   // The pin survives a restart.
   std::string root = s->dir->root();
   Close(&*s);
-  auto r = Open(root, Env::Default(), ContentStoreOptions{4 * 4096, 0});
+  auto r = Open(root, Env::Default(), ContentStoreOptions{3 * 4096, 0});
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->store->Find("o5").has_value());
   EXPECT_TRUE(r->store->Find("o5")->pinned);
@@ -986,7 +973,7 @@ TEST(ContentStoreTest, FileLargerThanCapacityIsEfbig) {
   auto s = Open(root, Env::Default(), ContentStoreOptions{64 * 1024, 0});
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "small", "x").ok());
-  auto big = s->store->BeginStaging("big", 64 * 1024);
+  auto big = s->store->BeginStaging("big", 64 * 1024 + 1);  // 17 blocks in a 16-block cache
   EXPECT_EQ(big.status().code(), EFBIG);
   EXPECT_NE(big.status().message().find("big"), std::string::npos);
   EXPECT_TRUE(s->store->Contains("small"));  // nothing evicted for a hopeless file
@@ -1036,20 +1023,20 @@ TEST(ContentStoreTest, MinFreeFromEnv) {
   ASSERT_TRUE(s.ok());
   env.SetFreeBytes(min_free + 8192);
   ASSERT_TRUE(Publish(s->store.get(), &env, "fits", RandomBytes(4096, 1)).ok());
-  // 8192 + 4096 more would eat into min_free: everything evictable goes, then ENOSPC.
-  Status st = Publish(s->store.get(), &env, "nofit", RandomBytes(5000, 2));
+  // Three blocks would eat into min_free: everything evictable goes, then ENOSPC.
+  Status st = Publish(s->store.get(), &env, "nofit", RandomBytes(9000, 2));
   EXPECT_EQ(st.code(), ENOSPC) << st.message();
   EXPECT_FALSE(s->store->Contains("nofit"));
   EXPECT_EQ(s->store->stats().reserved_bytes, 0u);
   EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
   env.SetFreeBytes(std::nullopt);
-  EXPECT_TRUE(Publish(s->store.get(), &env, "nofit", RandomBytes(5000, 2)).ok());
+  EXPECT_TRUE(Publish(s->store.get(), &env, "nofit", RandomBytes(9000, 2)).ok());
 }
 
 TEST(ContentStoreTest, LruOrderSurvivesRestart) {
   TempDir tmp;
   std::string root = tmp / "cache";
-  const ContentStoreOptions options{3 * 4096 + 4096, 0};  // room for two 4 KiB copies + estimate
+  const ContentStoreOptions options{3 * 4096, 0};  // room for three 4 KiB copies
   {
     auto s = Open(root, Env::Default(), options);
     ASSERT_TRUE(s.ok());
@@ -1068,6 +1055,94 @@ TEST(ContentStoreTest, LruOrderSurvivesRestart) {
   EXPECT_FALSE(s->store->Contains("z"));
   EXPECT_TRUE(s->store->Contains("a"));
   EXPECT_TRUE(s->store->Contains("m"));
+}
+
+TEST(ContentStoreTest, EstimateIsTheSizeInWholeBlocks) {
+  EXPECT_EQ(ContentStore::EstimateAlloc(0), 0u);
+  EXPECT_EQ(ContentStore::EstimateAlloc(1), 4096u);
+  EXPECT_EQ(ContentStore::EstimateAlloc(4095), 4096u);
+  EXPECT_EQ(ContentStore::EstimateAlloc(4096), 4096u);
+  EXPECT_EQ(ContentStore::EstimateAlloc(4097), 8192u);
+  EXPECT_EQ(ContentStore::EstimateAlloc(uint64_t{1} << 30), uint64_t{1} << 30);
+}
+
+// A cache of exactly the files' rounded sizes holds all of them: staging the last one evicts
+// nothing (a reservation of one block more than the rounded size evicted a copy here).
+TEST(ContentStoreTest, ACacheOfExactlyTheRoundedSizesHoldsEveryFile) {
+  TempDir tmp;
+  const std::vector<size_t> sizes = {
+      0, 1, 4095, 4096, 4097, 8192, 60000, 143000, size_t{1} << 20, (size_t{1} << 20) + 1};
+  uint64_t capacity = 0;
+  for (size_t size : sizes) capacity += (size + 4095) / 4096 * 4096;
+  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{capacity, 0});
+  ASSERT_TRUE(s.ok());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Status st = Publish(s->store.get(), Env::Default(), "f" + std::to_string(i),
+                        RandomBytes(sizes[i], i), size_t{1} << 20);
+    ASSERT_TRUE(st.ok()) << sizes[i] << ": " << st.message();
+  }
+  auto st = s->store->stats();
+  EXPECT_EQ(st.evictions, 0u);
+  EXPECT_EQ(st.files, sizes.size());
+  EXPECT_EQ(st.reserved_bytes, 0u);
+  EXPECT_LE(st.used_bytes, capacity);
+  EXPECT_LE(AllocatedUnder(tmp / "cache/data"), capacity);
+}
+
+// An Env whose Fstat reports `extra` more allocated bytes than the file has, as ext4 does for a
+// large file that needs an extent-tree block; checks the capacity on every other call.
+class InflatingEnv : public CheckingEnv {
+ public:
+  using CheckingEnv::CheckingEnv;
+  Status Fstat(int fd, struct stat* st) override {
+    Status s = EnvWrapper::Fstat(fd, st);
+    if (s.ok()) st->st_blocks += static_cast<blkcnt_t>(extra / 512);
+    return s;
+  }
+  std::atomic<uint64_t> extra{0};
+};
+
+// A copy whose real allocation exceeds its reservation is topped up before it is published: by
+// evicting when the request may evict, else it is dropped; the capacity holds at every step.
+TEST(ContentStoreTest, ACopyThatAllocatesMoreThanReservedIsToppedUpOrDropped) {
+  TempDir tmp;
+  std::string root = tmp / "cache";
+  const uint64_t capacity = 3 * 4096;
+  ContentStore* store = nullptr;
+  InflatingEnv env([&] {
+    if (store == nullptr) return;
+    auto st = store->stats();
+    ASSERT_LE(st.used_bytes + st.reserved_bytes, capacity);
+  });
+  auto s = Open(root, &env, ContentStoreOptions{capacity, 0});
+  ASSERT_TRUE(s.ok());
+  store = s->store.get();
+  ASSERT_TRUE(Publish(store, &env, "a", RandomBytes(4096, 1)).ok());
+  ASSERT_TRUE(Publish(store, &env, "b", RandomBytes(4096, 2)).ok());
+  env.extra = 4096;  // the next copies take two blocks where one was reserved
+
+  // May not evict: there is room for its reservation but not for what it really took.
+  const std::string data = RandomBytes(4096, 3);
+  auto slot = store->BeginStaging("c", data.size(), /*may_evict=*/false);
+  ASSERT_TRUE(slot.ok()) << slot.status().message();
+  ASSERT_TRUE(env.PwriteAll(slot->fd, data.data(), data.size(), 0).ok());
+  Status refused = store->Commit(&*slot, IdentityFor(data));
+  EXPECT_EQ(refused.code(), ENOSPC) << refused.message();
+  EXPECT_FALSE(store->Contains("c"));
+  EXPECT_TRUE(store->Contains("a"));
+  EXPECT_TRUE(store->Contains("b"));
+  EXPECT_EQ(store->stats().reserved_bytes, 0u);
+  EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
+
+  // May evict: the least recently used copy makes room for the second block.
+  ASSERT_TRUE(Publish(store, &env, "c", data).ok());
+  EXPECT_FALSE(store->Contains("a"));
+  EXPECT_TRUE(store->Contains("b"));
+  ASSERT_TRUE(store->Find("c").has_value());
+  EXPECT_EQ(store->Find("c")->alloc_bytes, 8192u);
+  EXPECT_EQ(store->stats().used_bytes, capacity);
+  EXPECT_EQ(store->stats().reserved_bytes, 0u);
+  store = nullptr;
 }
 
 TEST(ContentStoreTest, ReopenWithSmallerCapacityEvictsDownToIt) {

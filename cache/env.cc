@@ -61,6 +61,12 @@ class PosixEnv final : public Env {
     return Status::Ok();
   }
 
+  void WriteBack(int fd, off_t offset, off_t len, bool wait) override {
+    unsigned flags = SYNC_FILE_RANGE_WRITE;
+    if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
+    (void)::sync_file_range(fd, offset, len, flags);
+  }
+
   Status SyncDir(const std::string& dir) override {
     int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return Status::FromErrno(errno, "open " + dir);

@@ -37,6 +37,10 @@ class Env {
   // Writes all `size` bytes at `offset` (loops over short writes).
   virtual Status PwriteAll(int fd, const void* buf, size_t size, off_t offset) = 0;
   virtual Status Fsync(int fd) = 0;
+  // Starts writing the range's dirty pages to the device; with `wait`, also waits for that
+  // writeback (not a durability point: no device cache flush, no metadata). A hint that lets a
+  // large copy's final Fsync find little left to write; its errors surface at that Fsync.
+  virtual void WriteBack(int fd, off_t offset, off_t len, bool wait) = 0;
   // fsync of a directory, making renames and unlinks in it durable.
   virtual Status SyncDir(const std::string& dir) = 0;
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
@@ -70,6 +74,9 @@ class EnvWrapper : public Env {
     return target_->PwriteAll(fd, buf, size, offset);
   }
   Status Fsync(int fd) override { return target_->Fsync(fd); }
+  void WriteBack(int fd, off_t offset, off_t len, bool wait) override {
+    target_->WriteBack(fd, offset, len, wait);
+  }
   Status SyncDir(const std::string& dir) override { return target_->SyncDir(dir); }
   Status Rename(const std::string& from, const std::string& to) override {
     return target_->Rename(from, to);

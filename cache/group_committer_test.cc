@@ -18,6 +18,7 @@
 #include "cache/content_store.h"
 #include "cache/fault_env.h"
 #include "cache/index_db.h"
+#include "cache/test_store.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -64,15 +65,11 @@ class HoldSyncDirEnv : public FaultInjectionEnv {
 class GroupCommitterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = CacheDir::Acquire(tmp_ / "cache", Env::Default());
-    ASSERT_TRUE(dir.ok()) << dir.status().message();
-    dir_ = std::move(*dir);
-    auto index = IndexDb::Open(dir_->index_dir());
-    ASSERT_TRUE(index.ok());
-    index_ = std::move(*index);
-    auto store = ContentStore::Open(dir_.get(), index_.get(), &env_, {}, NewLruPolicy());
-    ASSERT_TRUE(store.ok());
-    store_ = std::move(*store);
+    auto cache = testing::OpenTestStore(tmp_ / "cache", &env_);
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    dir_ = std::move(cache->dir);
+    index_ = std::move(cache->index);
+    store_ = std::move(cache->store);
   }
   void TearDown() override {
     committer_.reset();

@@ -177,11 +177,11 @@ TEST(HeatPolicyTest, ContentStoreAdmitsByHeat) {
   auto policy = std::make_unique<HeatPolicy>();
   HeatPolicy* heat = policy.get();
   heat->SetHeat(Heat({{"h1", 1.0}, {"h2", 2.0}, {"h3", 3.0}, {"h5", 5.0}}));
-  // Room for three published 4 KiB copies (one block each) but not a fourth reservation
-  // (EstimateAlloc: two blocks).
+  // Room for three 4 KiB copies (one block each, as reserved: EstimateAlloc) and no fourth.
   const uint64_t per_file = ContentStore::EstimateAlloc(4096);
+  ASSERT_EQ(per_file, 4096u);
   auto store = ContentStore::Open(dir->get(), index->get(), Env::Default(),
-                                  ContentStoreOptions{4 * 4096, 0}, std::move(policy));
+                                  ContentStoreOptions{3 * 4096, 0}, std::move(policy));
   ASSERT_TRUE(store.ok());
   auto publish = [&](const std::string& path, bool may_evict) -> Status {
     auto slot = (*store)->BeginStaging(path, 4096, may_evict);

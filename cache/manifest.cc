@@ -107,6 +107,7 @@ std::string Manifest::PathForKey(std::string_view key) {
 
 Status Manifest::Rescan(const std::string& root, int threads, Env* env) {
   auto start = std::chrono::steady_clock::now();
+  nodes_.Clear();  // inode numbers are assigned anew
   CLAIRFS_RETURN_IF_ERROR(index_->Delete(IndexDb::kMeta, kManifestStateKey, true));
   CLAIRFS_RETURN_IF_ERROR(index_->ResetManifest());
   struct stat root_st;
@@ -160,6 +161,7 @@ Status Manifest::Rescan(const std::string& root, int threads, Env* env) {
 }
 
 Status Manifest::UseStored(const std::string& root) {
+  nodes_.Clear();
   auto state = index_->Get(IndexDb::kMeta, kManifestStateKey);
   if (!state.ok()) return state.status();
   auto stored_root = index_->Get(IndexDb::kMeta, kBackingRootKey);
@@ -189,6 +191,12 @@ Result<std::optional<std::string>> Manifest::PathOf(uint64_t ino) const {
 }
 
 Result<std::optional<ManifestNode>> Manifest::Get(uint64_t ino) const {
+  NodeCache::Node cached;
+  if (nodes_.Get(ino, &cached)) {
+    return std::optional<ManifestNode>(
+        ManifestNode{std::move(cached.path), std::move(cached.attr)});
+  }
+  const uint64_t version = nodes_.Version();
   auto key = PathOf(ino);
   if (!key.ok()) return key.status();
   if (!key->has_value()) return std::optional<ManifestNode>();
@@ -197,7 +205,9 @@ Result<std::optional<ManifestNode>> Manifest::Get(uint64_t ino) const {
   if (!value->has_value()) return std::optional<ManifestNode>();
   auto attr = DecodeNodeAttr(**value);
   if (!attr.ok()) return attr.status();
-  return std::optional<ManifestNode>(ManifestNode{PathForKey(**key), std::move(*attr)});
+  ManifestNode node{PathForKey(**key), std::move(*attr)};
+  nodes_.Insert(ino, NodeCache::Node{node.path, node.attr}, version);
+  return std::optional<ManifestNode>(std::move(node));
 }
 
 Result<std::optional<ManifestNode>> Manifest::GetByPath(std::string_view path) const {
@@ -211,17 +221,21 @@ Result<std::optional<ManifestNode>> Manifest::GetByPath(std::string_view path) c
 }
 
 Result<std::optional<ManifestNode>> Manifest::Lookup(uint64_t parent, std::string_view name) const {
-  auto parent_key = PathOf(parent);
-  if (!parent_key.ok()) return parent_key.status();
-  if (!parent_key->has_value()) return std::optional<ManifestNode>();
-  std::string parent_path = PathForKey(**parent_key);
+  auto parent_node = Get(parent);
+  if (!parent_node.ok()) return parent_node.status();
+  if (!parent_node->has_value()) return std::optional<ManifestNode>();
+  const std::string& parent_path = (*parent_node)->path;
   std::string key = ChildKey(parent_path, name);
+  const uint64_t version = nodes_.Version();  // before the read (see NodeCache)
   auto value = index_->Get(IndexDb::kNames, key);
   if (!value.ok()) return value.status();
   if (!value->has_value()) return std::optional<ManifestNode>();
   auto attr = DecodeNodeAttr(**value);
   if (!attr.ok()) return attr.status();
-  return std::optional<ManifestNode>(ManifestNode{ChildPath(parent_path, name), std::move(*attr)});
+  ManifestNode node{ChildPath(parent_path, name), std::move(*attr)};
+  // The kernel's OPEN or GETATTR of this inode usually follows at once.
+  nodes_.Insert(node.attr.ino, NodeCache::Node{node.path, node.attr}, version);
+  return std::optional<ManifestNode>(std::move(node));
 }
 
 Status Manifest::List(uint64_t dir_ino, std::vector<ManifestChild>* children) const {
@@ -242,7 +256,9 @@ Status Manifest::List(uint64_t dir_ino, std::vector<ManifestChild>* children) co
 }
 
 Status Manifest::Update(const ManifestNode& node) {
-  return index_->Put(IndexDb::kNames, KeyForPath(node.path), EncodeNodeAttr(node.attr), false);
+  Status st = index_->Put(IndexDb::kNames, KeyForPath(node.path), EncodeNodeAttr(node.attr), false);
+  if (st.ok()) nodes_.Put(node.attr.ino, NodeCache::Node{node.path, node.attr});
+  return st;
 }
 
 Status Manifest::ForEachFile(

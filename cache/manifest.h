@@ -4,6 +4,9 @@
 // index families: names ("<parent path>\0<name>" -> NodeAttr) and inodes (ino -> names key), so a
 // lookup is one index read and getattr two, with no backing-store call and no per-file memory in
 // the daemon: a multi-million-file manifest costs RocksDB's bounded caches, not RAM per entry.
+// In front of the index, a bounded cache (NodeCache, at most 64 Ki nodes) keeps the nodes read
+// last by inode or by lookup, so the OPEN that follows a LOOKUP, and reopens of a dataset that
+// fits, read no index record.
 //
 // Rescan() replaces the stored manifest by a fresh parallel listing (several threads, one
 // directory each at a time). UseStored() serves a previous listing as is (--manifest reuse): it
@@ -21,6 +24,7 @@
 #include "cache/env.h"
 #include "cache/index_db.h"
 #include "cache/node_attr.h"
+#include "cache/node_cache.h"
 #include "planner/status.h"
 
 namespace clairfs {
@@ -74,6 +78,7 @@ class Manifest {
  private:
   Result<std::optional<std::string>> PathOf(uint64_t ino) const;
   IndexDb* index_;
+  mutable NodeCache nodes_;  // recently read nodes by inode (bounded; see node_cache.h)
   ManifestSummary summary_;
 };
 

@@ -23,6 +23,7 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
     copier_options.max_files = std::max(1, options_.threads);
     copier_options.buffers = options_.buffers > 0 ? options_.buffers : copier_options.max_files;
     copier_options.chunk_size = options_.chunk_size;
+    copier_options.flush_every = options_.flush_every;
     CopierHooks hooks;
     hooks.next = [this](CopyJob* job) { return NextForCopier(job); };
     hooks.take_tokens = [this](size_t bytes, uint64_t* wait_ns) {
@@ -293,6 +294,7 @@ Status Stager::CopyOne(const Request& request) {
   }
   std::unique_ptr<char[]> buffer(new char[options_.chunk_size]);
   uint64_t offset = 0;
+  uint64_t written_back = 0;  // bytes whose writeback was waited for
   Status copy_status;
   bool cache_side_error = false;
   while (offset < request.identity.size) {
@@ -324,7 +326,18 @@ Status Stager::CopyOne(const Request& request) {
       cache_side_error = true;
       break;
     }
+    // Writing back while copying, as the io_uring engine does: otherwise a large file's final
+    // fsync writes all of it after the copy instead of during it.
+    if (offset + *n < request.identity.size) {
+      env_->WriteBack(slot->fd, static_cast<off_t>(offset), static_cast<off_t>(*n), false);
+    }
     offset += *n;
+    if (options_.flush_every > 0 && offset - written_back >= options_.flush_every &&
+        offset < request.identity.size) {
+      env_->WriteBack(slot->fd, static_cast<off_t>(written_back),
+                      static_cast<off_t>(offset - written_back), true);
+      written_back = offset;
+    }
   }
   if (copy_status.ok()) {
     struct stat after;
@@ -353,6 +366,9 @@ Status Stager::CopyOne(const Request& request) {
   st = store_->SyncData(&*slot);
   if (st.ok()) {
     st = committer_->Commit(&*slot, request.identity);  // aborts the slot on failure
+    // The copy took more than reserved and no room was found for it without evicting a copy the
+    // policy keeps: not staged, as when the reservation itself finds no room.
+    if (st.code() == ENOSPC) return skip(st);
   } else {
     store_->Abort(&*slot);
   }

@@ -60,6 +60,9 @@ struct StagerOptions {
   size_t chunk_size = 1 << 20;
   StageEngine engine = StageEngine::kAuto;
   int buffers = 0;  // io_uring engine: chunk buffers in the pool; 0 = one per file in flight
+  // Large copies: written back while copying, and waited for every this many bytes, so that the
+  // final fsync does not write the whole file at once (0 = no waiting writeback).
+  uint64_t flush_every = 32 << 20;
 };
 
 struct StagerStats {
@@ -81,7 +84,22 @@ struct StageOutcome {
   Status status;  // ok = staged (or already staged)
 };
 
-class Stager {
+// What a prefetcher needs of the stager: queue copies nobody waits for, withdraw them, read the
+// counters. An interface so that the plan's prefetcher (fs/plan_runtime.h) can be tested against a
+// fake that records its decisions. Implementations are thread-safe.
+class StagingQueue {
+ public:
+  virtual ~StagingQueue() = default;
+  // Queues a copy of `path` expected to have `identity`, with no callback. False if it was
+  // already queued, in flight or staged.
+  virtual bool Prefetch(const std::string& path, const FileIdentity& identity,
+                        StagePriority priority) = 0;
+  // Drops a pending request that no caller waits on; true if dropped.
+  virtual bool CancelUnwaited(const std::string& path) = 0;
+  virtual StagerStats stats() = 0;
+};
+
+class Stager final : public StagingQueue {
  public:
   using Callback = std::function<void(const StageOutcome&)>;
 
@@ -96,14 +114,18 @@ class Stager {
   // with !may_evict keeps that restriction.
   bool Enqueue(const std::string& path, const FileIdentity& identity, StagePriority priority,
                Callback done = nullptr, bool may_evict = true);
+  bool Prefetch(const std::string& path, const FileIdentity& identity,
+                StagePriority priority) override {
+    return Enqueue(path, identity, priority);
+  }
   // Drops a pending request (no-op if in flight or absent).
   void Cancel(const std::string& path);
   // Drops a pending request that no caller waits on (one without callbacks), e.g. a prefetch the
   // plan no longer wants; a request someone waits for, or one in flight, stays. True if dropped.
-  bool CancelUnwaited(const std::string& path);
+  bool CancelUnwaited(const std::string& path) override;
   // Cancels everything pending and waits for in-flight copies.
   void Shutdown();
-  StagerStats stats();
+  StagerStats stats() override;
   // Blocks until nothing is queued or in flight and every callback has returned (tests, offline
   // staging).
   void WaitIdle();

@@ -21,6 +21,7 @@
 #include "cache/content_store.h"
 #include "cache/fault_env.h"
 #include "cache/index_db.h"
+#include "cache/test_store.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -77,15 +78,12 @@ class StagerTest : public ::testing::Test {
   void SetUp() override {
     backing_ = tmp_ / "backing";
     testing::MakeDirs(backing_);
-    auto dir = CacheDir::Acquire(tmp_ / "cache", Env::Default());
-    ASSERT_TRUE(dir.ok()) << dir.status().message();
-    dir_ = std::move(*dir);
-    auto index = IndexDb::Open(dir_->index_dir());
-    ASSERT_TRUE(index.ok());
-    index_ = std::move(*index);
-    auto store = ContentStore::Open(dir_.get(), index_.get(), &env_, {}, NewLruPolicy());
-    ASSERT_TRUE(store.ok());
-    store_ = std::move(*store);
+    auto cache = testing::OpenTestStore(tmp_ / "cache", &env_);
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    dir_ = std::move(cache->dir);
+    index_ = std::move(cache->index);
+    store_ = std::move(cache->store);
+    env_.ResetCounts();  // tests count the stager's calls, not the cache's opening
   }
   void TearDown() override {
     stager_.reset();
@@ -320,6 +318,53 @@ TEST_F(StagerTest, BackingFileChangedDuringCopyIsNotPublished) {
   EXPECT_FALSE(store_->Contains("moving"));
   EXPECT_EQ(TempFiles(), 0u);
   EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+}
+
+// Records the thread engine's writeback hints.
+class WriteBackEnv : public FaultInjectionEnv {
+ public:
+  struct Call {
+    off_t offset;
+    off_t len;
+    bool wait;
+  };
+  void WriteBack(int fd, off_t offset, off_t len, bool wait) override {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      calls.push_back(Call{offset, len, wait});
+    }
+    FaultInjectionEnv::WriteBack(fd, offset, len, wait);
+  }
+  std::mutex mu;
+  std::vector<Call> calls;
+};
+
+// A large copy is written back chunk by chunk while copying, and waited for every flush_every
+// bytes, so that its final fsync has little left to write; the last chunk is left to the fsync.
+TEST_F(StagerTest, ThreadEngineWritesBackWhileCopying) {
+  const size_t chunk = 64 * 1024;
+  std::string data = Add("big", 16 * chunk, 7);
+  WriteBackEnv env;
+  StagerOptions options{backing_, 1, 0, chunk, StageEngine::kThreads};
+  options.flush_every = 4 * chunk;
+  Stager stager(options, store_.get(), &env);
+  Status outcome = Status::Error(EINVAL, "no callback");
+  stager.Enqueue("big", Identity("big"), StagePriority::kNormal,
+                 [&](const StageOutcome& o) { outcome = o.status; });
+  stager.WaitIdle();
+  ASSERT_TRUE(outcome.ok()) << outcome.message();
+  auto copy = store_->Find("big");
+  ASSERT_TRUE(copy.has_value());
+  EXPECT_EQ(ReadFile(copy->data_path), data);
+  std::vector<std::pair<off_t, off_t>> started, waited;
+  for (const auto& c : env.calls) (c.wait ? waited : started).emplace_back(c.offset, c.len);
+  ASSERT_EQ(started.size(), 15u);
+  for (size_t i = 0; i < started.size(); ++i) {
+    EXPECT_EQ(started[i], std::make_pair(static_cast<off_t>(i * chunk), static_cast<off_t>(chunk)));
+  }
+  const off_t window = static_cast<off_t>(4 * chunk);
+  EXPECT_EQ(waited, (std::vector<std::pair<off_t, off_t>>{
+                        {0, window}, {window, window}, {2 * window, window}}));
 }
 
 TEST_F(StagerTest, FailingFilesDoNotStopTheOthers) {
@@ -596,6 +641,44 @@ TEST_P(StagerEngineTest, ShutdownWithManyInFlightIsPromptAndLeavesNoTemps) {
   EXPECT_EQ(TempFiles(), 0u);
   EXPECT_EQ(store_->stats().files, 0u);
   EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+}
+
+// A copy that takes more than its reservation (st_blocks beyond its rounded size, as ext4 gives a
+// large file that needs an extent block) and finds no room for the rest without evicting is not
+// published: skipped, not failed, by both engines, leaving nothing reserved and no temp file.
+TEST_P(StagerEngineTest, ACopyThatOutgrowsItsReservationWithoutRoomIsSkipped) {
+  // The store's Env (the committer's fstat) reports one block more than a copy has.
+  class InflatingEnv : public EnvWrapper {
+   public:
+    InflatingEnv() : EnvWrapper(Env::Default()) {}
+    Status Fstat(int fd, struct stat* st) override {
+      Status s = EnvWrapper::Fstat(fd, st);
+      if (s.ok()) st->st_blocks += 4096 / 512;
+      return s;
+    }
+  } inflating;
+  store_.reset();
+  auto store = ContentStore::Open(dir_.get(), index_.get(), &inflating,
+                                  ContentStoreOptions{4096, 0}, NewLruPolicy());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  store_ = std::move(*store);
+  Add("a", 4000, 1);
+  Start(2);
+  // Its one block is reserved; at publish it has two, and there is no room for the second.
+  Status a;
+  stager_->Enqueue(
+      "a", Identity("a"), StagePriority::kHigh, [&](const StageOutcome& o) { a = o.status; },
+      /*may_evict=*/false);
+  stager_->WaitIdle();
+  EXPECT_EQ(a.code(), ENOSPC) << a.message();
+  EXPECT_FALSE(store_->Contains("a"));
+  EXPECT_EQ(stager_->stats().skipped, 1u);
+  EXPECT_EQ(stager_->stats().failures, 0u);
+  EXPECT_EQ(stager_->stats().files_staged, 0u);
+  EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+  EXPECT_EQ(TempFiles(), 0u);
+  stager_.reset();  // before `inflating` goes
+  store_.reset();
 }
 
 INSTANTIATE_TEST_SUITE_P(BothEngines, StagerEngineTest,

@@ -453,6 +453,11 @@ struct UringCopier::Impl {
       std::unique_ptr<FileCopy> owned(f);
       if (st.ok()) {
         hooks.done(f->job, CopyResult::kStaged, f->job.identity.size, st);
+      } else if (st.code() == ENOSPC) {
+        // The copy took more than reserved and no room was found for it without evicting a copy
+        // the policy keeps: not staged, as when the reservation itself finds no room.
+        Log(LogLevel::kDebug, "not staging %s: %s", f->job.path.c_str(), st.message().c_str());
+        hooks.done(f->job, CopyResult::kSkipped, 0, st);
       } else {
         LogOnce("stage-commit-" + std::to_string(st.code()), LogLevel::kWarn,
                 "publishing %s failed: %s (copy dropped; logged once)", f->job.path.c_str(),

@@ -24,6 +24,7 @@
 #include "cache/cache_dir.h"
 #include "cache/content_store.h"
 #include "cache/index_db.h"
+#include "cache/test_store.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -42,15 +43,11 @@ class UringCopierTest : public ::testing::Test {
   void SetUp() override {
     backing_ = tmp_ / "backing";
     testing::MakeDirs(backing_);
-    auto dir = CacheDir::Acquire(tmp_ / "cache", Env::Default());
-    ASSERT_TRUE(dir.ok()) << dir.status().message();
-    dir_ = std::move(*dir);
-    auto index = IndexDb::Open(dir_->index_dir());
-    ASSERT_TRUE(index.ok());
-    index_ = std::move(*index);
-    auto store = ContentStore::Open(dir_.get(), index_.get(), Env::Default(), {}, NewLruPolicy());
-    ASSERT_TRUE(store.ok());
-    store_ = std::move(*store);
+    auto cache = testing::OpenTestStore(tmp_ / "cache", Env::Default());
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    dir_ = std::move(cache->dir);
+    index_ = std::move(cache->index);
+    store_ = std::move(cache->store);
   }
   void TearDown() override {
     Stop();

@@ -16,4 +16,8 @@ plot 'docs/bench-epoch.dat' using 1:2 with linespoints lc rgb '#000000' dt 3 tit
      'docs/bench-epoch.dat' using 1:8 with linespoints lc rgb '#d95f02' dt 1 title columnheader(8), \
      'docs/bench-epoch.dat' using 1:9 with linespoints lc rgb '#7570b3' dt 1 title columnheader(9), \
      'docs/bench-epoch.dat' using 1:10 with linespoints lc rgb '#e7298a' dt 1 title columnheader(10), \
-     'docs/bench-epoch.dat' using 1:11 with linespoints lc rgb '#777777' dt 3 title columnheader(11)
+     'docs/bench-epoch.dat' using 1:11 with linespoints lc rgb '#1b9e77' dt 4 title columnheader(11), \
+     'docs/bench-epoch.dat' using 1:12 with linespoints lc rgb '#d95f02' dt 4 title columnheader(12), \
+     'docs/bench-epoch.dat' using 1:13 with linespoints lc rgb '#7570b3' dt 4 title columnheader(13), \
+     'docs/bench-epoch.dat' using 1:14 with linespoints lc rgb '#e7298a' dt 4 title columnheader(14), \
+     'docs/bench-epoch.dat' using 1:15 with linespoints lc rgb '#777777' dt 3 title columnheader(15)

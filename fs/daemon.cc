@@ -247,11 +247,11 @@ Status StartDaemon(Daemon* d) {
   plan_deps.manifest = d->manifest.get();
   plan_deps.policy = d->plan_policy;
   plan_deps.backing_root = d->paths.backing;
+  plan_deps.env = env;
   if (HeatPolicy* heat_policy = d->heat_policy) {
     // Heat steps aside while a plan is active.
     plan_deps.on_plan_active = [heat_policy](bool active) { heat_policy->SetEnabled(!active); };
   }
-  plan_deps.stage_concurrency = d->options.stage_threads;
   d->plan = std::make_unique<PlanRuntime>(plan_deps);
   if (!d->options.plan.empty()) {
     PlanTrackerConfig plan_config;

@@ -13,7 +13,6 @@ namespace clairfs {
 namespace {
 
 constexpr auto kPassInterval = std::chrono::milliseconds(3);
-constexpr uint64_t kBlock = 4096;
 // Staging runs this fraction of the capacity ahead of the slowest rank (further into free space).
 constexpr uint64_t kPrefetchDepthDivisor = 8;
 // The reader's pace and the copy time are measured over intervals of at least this long.
@@ -112,22 +111,34 @@ void PlanRuntime::Loop() {
       cv_.wait_for(lock, kPassInterval);
     }
     if (stopping_) break;
-    std::shared_ptr<PlanTracker> tracker = tracker_;
-    if (!tracker) continue;
-    if (tracker->dropped()) {
-      if (!rekeyed_drop_) {
-        rekeyed_drop_ = true;
-        lock.unlock();
-        if (deps_.policy != nullptr) deps_.policy->Rekey();
-        if (deps_.on_plan_active) deps_.on_plan_active(false);
-        lock.lock();
-      }
-      continue;
-    }
     lock.unlock();
-    PrefetchPass(tracker.get());
+    RunPass();
     lock.lock();
   }
+}
+
+void PlanRuntime::RunPass() {
+  std::shared_ptr<PlanTracker> tracker;
+  bool handle_drop = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tracker = tracker_;
+    if (!tracker) return;
+    if (tracker->dropped()) {
+      if (rekeyed_drop_) return;
+      rekeyed_drop_ = true;
+      handle_drop = true;
+    }
+  }
+  if (!handle_drop) {
+    PrefetchPass(tracker.get());
+    return;
+  }
+  // The plan was wrong: what it queued would evict what read-through keeps for the real reader.
+  for (const std::string& path : queued_) deps_.stager->CancelUnwaited(path);
+  queued_.clear();
+  if (deps_.policy != nullptr) deps_.policy->Rekey();
+  if (deps_.on_plan_active) deps_.on_plan_active(false);
 }
 
 std::optional<FileIdentity> PlanRuntime::IdentityOf(PlanTracker* tracker, uint32_t file) {
@@ -143,15 +154,15 @@ std::optional<FileIdentity> PlanRuntime::IdentityOf(PlanTracker* tracker, uint32
 }
 
 void PlanRuntime::UpdateLead(uint64_t cursor_time) {
-  const auto now = std::chrono::steady_clock::now();
+  const uint64_t now = deps_.env->NowMonotonicNanos();
   const StagerStats stats = deps_.stager->stats();
   if (!sample_.started || cursor_time < sample_.cursor_time) {
     sample_ = LeadSample{true, now, cursor_time, stats.files_staged, 0, 0};
     return;
   }
-  sample_.in_flight_sum += stats.in_flight;
+  sample_.in_flight_sum += static_cast<double>(stats.in_flight);
   ++sample_.passes;
-  const double seconds = std::chrono::duration<double>(now - sample_.start).count();
+  const double seconds = static_cast<double>(now - sample_.start_ns) / 1e9;
   if (seconds < kLeadSampleSeconds) return;
   // Exponential averages with weight 1/2 per sample: a change of pace shows within a few samples.
   const double rate = static_cast<double>(cursor_time - sample_.cursor_time) / seconds;
@@ -188,11 +199,11 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     }
     if (deps_.policy != nullptr) deps_.policy->Rekey();
   }
+  // The whole capacity is the plan's: the store reserves a copy's size in whole blocks, as
+  // counted here, so a cache as large as the dataset's blocks holds all of it. (A copy that takes
+  // more, an ext4 extent block, is topped up at commit by the policy's victim.)
   const uint64_t capacity = deps_.store->capacity();
-  // The store reserves one block more than a file's rounded size while it is copied; the rest of
-  // the capacity is the plan's, so a cache as large as the dataset holds all of it.
-  const uint64_t slack = kBlock * static_cast<uint64_t>(std::max(1, deps_.stage_concurrency));
-  const uint64_t budget = capacity == 0 ? UINT64_MAX : capacity > slack ? capacity - slack : 0;
+  const uint64_t budget = capacity == 0 ? UINT64_MAX : capacity;
   const uint64_t depth = budget / kPrefetchDepthDivisor;
   const ContentStoreStats store = deps_.store->stats();
   const uint64_t occupied = store.used_bytes + store.reserved_bytes;
@@ -213,7 +224,7 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     if (!seen.insert(planned.file).second) continue;
     std::optional<FileIdentity> id = IdentityOf(tracker, planned.file);
     if (!id) continue;
-    const uint64_t alloc = (id->size + kBlock - 1) / kBlock * kBlock;
+    const uint64_t alloc = ContentStore::EstimateAlloc(id->size);
     if (alloc > budget - sum) break;
     // Beyond the prefetch depth, only into free space: evicting a retained file to stage one
     // early would cost a second copy of the evicted file.
@@ -246,7 +257,7 @@ void PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     staging.insert(path);
     const StagePriority priority =
         i < to_stage.size() / 4 ? StagePriority::kHigh : StagePriority::kNormal;
-    if (deps_.stager->Enqueue(path, to_stage[i]->identity, priority)) {
+    if (deps_.stager->Prefetch(path, to_stage[i]->identity, priority)) {
       ++prefetched_;
       queued_.insert(path);
     }

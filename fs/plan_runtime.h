@@ -3,29 +3,30 @@
 //
 // The prefetcher wakes every few milliseconds, generates the next epoch when every rank has
 // entered the last loaded one, then walks the plan from the slowest cursor (at most
-// `max_lookahead` positions) and admits distinct files in plan order while their allocated sizes
-// fit in 1/8 of the plan's budget (the capacity less one block per concurrent copy, which the
-// store reserves on top of a file's rounded size), or further while they fit in free space
-// (prefetching the whole capacity ahead would evict every retained file and refetch it). It sets
-// the policy's protection limit to the last admitted file's time (so nothing inside the window
-// is evicted for it) and enqueues the admitted files that are not staged yet, the nearest
-// quarter at high priority, except those the reader will reach before a copy could finish:
-// `left_to_reader` = 2 x the reader's pace (positions per second at the slowest cursor) x the
-// time a copy spends in flight (Little's law over the stager's counters), both measured over
-// 50 ms intervals (one without copies halves the copy-time estimate, so that a slow spell does
-// not leave every file to the reader for good). A copy that loses that race reads the file from the
+// `max_lookahead` positions) and admits distinct files in plan order while their sizes in whole
+// blocks (what the store reserves and, on ext4 and tmpfs, what a copy takes) fit in 1/8 of the
+// capacity, or further while they fit in free space (prefetching the whole capacity ahead would
+// evict every retained file and refetch it). So a cache exactly the size of the dataset's blocks
+// holds all of it. It sets the policy's protection limit to the last admitted file's time (so
+// nothing inside the window is evicted for it) and enqueues the admitted files that are not staged
+// yet, the nearest quarter at high priority, except those the reader will reach before a copy could
+// finish: `left_to_reader` = 2 x the reader's pace (positions per second at the slowest cursor) x
+// the time a copy spends in flight (Little's law over the stager's counters), both measured over 50
+// ms intervals (one without copies halves the copy-time estimate, so that a slow spell does not
+// leave every file to the reader for good). A copy that loses that race reads the file from the
 // backing store a second time and, once published, evicts a file the plan still needs. For the same
 // reason a request queued by an earlier pass that is no longer to be staged (the reader got there
 // first, or it no longer fits) is withdrawn while it waits (Stager::CancelUnwaited). Once a tracker
-// drops its plan the prefetcher stops and the policy is rekeyed to plain LRU order.
+// drops its plan the prefetcher withdraws its queued requests, stops, and the policy is rekeyed to
+// plain LRU order.
 //
 // Thread-safety: all methods are thread-safe. OnOpen (FUSE threads) copies the tracker pointer
 // under a short mutex and calls PlanTracker::OnOpen. Set() builds the tracker (walks the
-// dataset) on the caller's thread. Errors: Set returns the tracker's creation error.
+// dataset) on the caller's thread. RunPass() is the prefetcher thread's work: call it only while
+// that thread is not started (tests). Errors: Set returns the tracker's creation error.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -38,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/content_store.h"
+#include "cache/env.h"
 #include "cache/manifest.h"
 #include "cache/plan_policy.h"
 #include "cache/stager.h"
@@ -49,7 +51,7 @@ namespace clairfs {
 
 struct PlanRuntimeDeps {
   ContentStore* store = nullptr;
-  Stager* stager = nullptr;
+  StagingQueue* stager = nullptr;
   Manifest* manifest = nullptr;
   PlanPolicy* policy = nullptr;  // null when the store evicts by another policy
   std::string backing_root;
@@ -57,7 +59,7 @@ struct PlanRuntimeDeps {
   // Told when a plan becomes active (Set) or stops being so (Clear, or the tracker dropped it);
   // may be empty. Called without PlanRuntime's lock.
   std::function<void(bool active)> on_plan_active;
-  int stage_concurrency = 4;  // files the stager copies at once (--stage-threads)
+  Env* env = Env::Default();  // the clock that times the reader's pace and the copies
 };
 
 class PlanRuntime final : public OpenObserver {
@@ -76,6 +78,9 @@ class PlanRuntime final : public OpenObserver {
   void Stop();
 
   bool OnOpen(const std::string& path) override;
+  // One pass of the prefetcher (the thread runs one every few ms): handles a dropped plan, or
+  // generates the next epoch if due, queues and withdraws copies. Not while the thread runs.
+  void RunPass();
   // Whether a plan is set and not dropped.
   bool Active();
   // The "plan" status object, or null without a plan.
@@ -104,7 +109,7 @@ class PlanRuntime final : public OpenObserver {
   std::unordered_set<std::string> queued_;  // paths this prefetcher queued, maybe still pending
   struct LeadSample {
     bool started = false;
-    std::chrono::steady_clock::time_point start;
+    uint64_t start_ns = 0;  // deps_.env's monotonic clock
     uint64_t cursor_time = 0;
     uint64_t files_staged = 0;  // the stager's counter at start
     double in_flight_sum = 0;   // copies in flight, summed over the passes since start

@@ -1,4 +1,4 @@
-// Cache replay for lru, belady (demand MIN) and plan (prefetching) policies (see
+// Cache replay for lru, belady (demand MIN), plan (prefetching) and heat policies (see
 // cache_simulator.h). Each policy is its own loop so the reference (belady) shares no code path
 // with the policy it judges.
 #include "planner/cache_simulator.h"
@@ -201,6 +201,76 @@ std::vector<SimEpochResult> RunPlan(const SimTrace& trace, const Flat& flat,
   return tally.Take();
 }
 
+// The mount's heat policy (cache/heat_policy.h): read-through, victims coldest per byte first
+// and least recently used among equals; a file may only push out strictly colder ones (files
+// without heat: other files without heat), else it is not cached.
+std::vector<SimEpochResult> RunHeat(const SimTrace& trace, const Flat& flat,
+                                    const std::vector<uint64_t>& sizes, uint64_t capacity,
+                                    const SimHeat& heat) {
+  Tally tally(trace);
+  auto heat_of = [&](uint32_t f) {
+    return f < heat.heat_per_byte.size() ? heat.heat_per_byte[f] : 0.0;
+  };
+  using HeatKey = std::pair<double, uint64_t>;  // (heat per byte, recency tick)
+  std::set<std::pair<HeatKey, uint32_t>> by_key;
+  std::unordered_map<uint32_t, HeatKey> key_of;
+  uint64_t used = 0;
+  uint64_t tick = 0;
+  auto touch = [&](uint32_t f) {
+    auto it = key_of.find(f);
+    if (it != key_of.end()) by_key.erase({it->second, f});
+    const HeatKey key{heat_of(f), ++tick};
+    by_key.insert({key, f});
+    key_of[f] = key;
+  };
+  // Makes room for `f` as ContentStore::MakeRoom does with this policy: one admissible victim at
+  // a time (those evicted stay evicted if room still cannot be found).
+  auto admit = [&](uint32_t f) {
+    const double limit = heat_of(f);
+    while (used + sizes[f] > capacity) {
+      if (by_key.empty()) return false;
+      auto victim = by_key.begin();
+      const double h = victim->first.first;
+      if (h > limit || (h == limit && limit > 0)) return false;
+      used -= sizes[victim->second];
+      key_of.erase(victim->second);
+      by_key.erase(victim);
+    }
+    touch(f);
+    used += sizes[f];
+    return true;
+  };
+  if (heat.stage_hot && !trace.epochs.empty()) {
+    // `clairfs stage --hot --fit`: files with heat, hottest per byte first, each if it fits in
+    // the room left.
+    std::vector<uint32_t> hot;
+    for (uint32_t f = 0; f < sizes.size(); ++f) {
+      if (heat_of(f) > 0) hot.push_back(f);
+    }
+    std::stable_sort(hot.begin(), hot.end(),
+                     [&](uint32_t a, uint32_t b) { return heat_of(a) > heat_of(b); });
+    for (uint32_t f : hot) {
+      if (used + sizes[f] > capacity) continue;
+      touch(f);
+      used += sizes[f];
+      tally.Prefetch(0, sizes[f]);
+    }
+  }
+  size_t epoch = 0;
+  for (uint64_t i = 0; i < flat.files.size(); ++i) {
+    while (i >= flat.epoch_end[epoch]) ++epoch;
+    const uint32_t f = flat.files[i];
+    if (key_of.count(f) != 0) {
+      touch(f);
+      tally.Access(epoch, true, 0);
+      continue;
+    }
+    tally.Access(epoch, false, sizes[f]);
+    if (sizes[f] <= capacity) (void)admit(f);
+  }
+  return tally.Take();
+}
+
 }  // namespace
 
 const char* SimPolicyName(SimPolicy policy) {
@@ -227,6 +297,12 @@ std::vector<SimEpochResult> SimulateCache(const SimTrace& trace, const std::vect
       return RunPlan(trace, flat, sizes, capacity);
   }
   return {};
+}
+
+std::vector<SimEpochResult> SimulateHeatCache(const SimTrace& trace,
+                                              const std::vector<uint64_t>& sizes, uint64_t capacity,
+                                              const SimHeat& heat) {
+  return RunHeat(trace, Flatten(trace, sizes.size()), sizes, capacity, heat);
 }
 
 }  // namespace clairfs

@@ -12,6 +12,12 @@
 //           whose next use is later than the prefetched file's (files never used again first, in
 //           LRU order); staging is assumed to keep up.
 //           A file read while not cached is a miss served from the backing store, not cached.
+//   heat    the mount's Darshan heat policy (no plan, heat imported): read-through as lru, but
+//           the victims are the coldest files per byte (least recently used among equals), and a
+//           missed file may only push out strictly colder ones (files without heat: other files
+//           without heat, LRU); if that does not make room it is not cached. Optionally
+//           `clairfs stage --hot --fit` first: hottest per byte first, each if it fits (its bytes
+//           count in the first epoch's backing bytes).
 // Backing bytes count every byte read from the backing store: misses and prefetches. A file
 // larger than the capacity is never cached. The trace is the node's order: for each position,
 // each served rank in order.
@@ -44,5 +50,14 @@ struct SimTrace {
 // Replays `trace` over files of `sizes` (bytes, indexed by file) with `capacity` bytes.
 std::vector<SimEpochResult> SimulateCache(const SimTrace& trace, const std::vector<uint64_t>& sizes,
                                           uint64_t capacity, SimPolicy policy);
+
+// The heat policy's inputs: heat per byte by file index (missing or 0: no heat).
+struct SimHeat {
+  std::vector<double> heat_per_byte;
+  bool stage_hot = false;  // `clairfs stage --hot --fit` before the first epoch
+};
+std::vector<SimEpochResult> SimulateHeatCache(const SimTrace& trace,
+                                              const std::vector<uint64_t>& sizes, uint64_t capacity,
+                                              const SimHeat& heat);
 
 }  // namespace clairfs

@@ -46,6 +46,42 @@ TEST(CacheSimulatorTest, CyclicTraceExactCounts) {
   EXPECT_EQ(plan[0].backing_bytes, 4u);
 }
 
+// Heat: a file pushes out only strictly colder files (here 2, without heat, goes for 1), and a
+// file without heat cannot push out one with heat, so the hot pair stays; LRU keeps nothing.
+TEST(CacheSimulatorTest, HeatKeepsTheHotFilesWhereLruKeepsNothing) {
+  const SimTrace trace = OneEpoch({2, 0, 1, 2, 0, 1});
+  const std::vector<uint64_t> sizes = {1, 1, 1};
+  SimHeat heat;
+  heat.heat_per_byte = {5, 1, 0};
+  auto rows = SimulateHeatCache(trace, sizes, 2, heat);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].hits, 2u);
+  EXPECT_EQ(rows[0].misses, 4u);
+  EXPECT_EQ(rows[0].backing_bytes, 4u);
+  EXPECT_EQ(SimulateCache(trace, sizes, 2, SimPolicy::kLru)[0].hits, 0u);
+
+  // `stage --hot --fit` first: the two hot files are staged before the epoch (2 bytes) and every
+  // access to them hits.
+  heat.stage_hot = true;
+  rows = SimulateHeatCache(trace, sizes, 2, heat);
+  EXPECT_EQ(rows[0].hits, 4u);
+  EXPECT_EQ(rows[0].misses, 2u);
+  EXPECT_EQ(rows[0].backing_bytes, 4u);
+}
+
+// Files of equal heat do not evict each other in turn (they would all miss, as under LRU).
+TEST(CacheSimulatorTest, HeatFilesOfEqualHeatDoNotEvictEachOther) {
+  const SimTrace trace = OneEpoch({0, 1, 2, 0, 1, 2});
+  SimHeat heat;
+  heat.heat_per_byte = {1, 1, 1};
+  auto rows = SimulateHeatCache(trace, {1, 1, 1}, 2, heat);
+  EXPECT_EQ(rows[0].hits, 2u);
+  EXPECT_EQ(rows[0].misses, 4u);
+  // Without heat the policy is LRU.
+  heat.heat_per_byte.clear();
+  EXPECT_EQ(SimulateHeatCache(trace, {1, 1, 1}, 2, heat)[0].hits, 0u);
+}
+
 TEST(CacheSimulatorTest, FileLargerThanCapacityIsNeverCached) {
   const SimTrace trace = OneEpoch({0, 0, 1, 1});
   const std::vector<uint64_t> sizes = {10, 1};

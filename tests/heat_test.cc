@@ -298,9 +298,9 @@ TEST_F(HeatTest, EvictionUnderReadPressureKeepsHotFiles) {
   }
   const std::string log = dir_ / "hot.darshan";
   WriteLog(log, "/pfs/data", hot);
-  // Room for the four hot files as --fit counts them (8 KiB reserved each); staged, each takes
-  // one 4 KiB block, which leaves room for up to three cold copies.
-  const uint64_t capacity = 4 * 8192;
+  // Room for the four hot files as --fit counts them (one 4 KiB block each, as they take) and
+  // for three cold copies besides.
+  const uint64_t capacity = (4 + 3) * 4096;
   ClairfsMount m(backing_, mnt_, cache_);
   ASSERT_EQ(m.Mount({"--capacity", std::to_string(capacity)}).exit_code, 0);
   ASSERT_EQ(Cli({"darshan", "import", mnt_, log, "--strip-prefix", "/pfs/data"}).exit_code, 0);
@@ -387,6 +387,51 @@ TEST_F(HeatTest, OfflineImportIntoAnUnmountedCacheAndRefusedWhileMounted) {
   r = Cli(import);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ParseJson(r.out)["logs"].value("already_imported", 0u), logs.size());
+}
+
+// `clairfs simulate --heat`: the heat policy keeps the files a Darshan log says are hot where
+// LRU, on a cyclic order larger than the cache, keeps nothing; with --stage-hot they hit from the
+// first epoch on. Ten one-block files, three hot, a cache of four blocks, sequential order.
+TEST_F(HeatTest, SimulateHeatKeepsTheHotFilesWhereLruKeepsNothing) {
+  std::map<std::string, std::pair<uint64_t, int>> hot;
+  for (int i = 0; i < 10; ++i) {
+    const std::string path = "c/f" + std::to_string(i) + ".jpg";
+    WriteFile(backing_ + "/" + path, RandomBytes(4000, 300 + i));
+    if (i == 2 || i == 5 || i == 8) hot[path] = {4000, 4};
+  }
+  const std::string log = dir_ / "hot.darshan";
+  WriteLog(log, "/pfs/data", hot);
+  const std::vector<std::string> base = {
+      "simulate",   "--backing", backing_, "--plan", "sequential:epochs=2",
+      "--capacity", "16K",       "--heat", log,      "--json"};
+  CommandResult r = Cli(base);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json out = ParseJson(r.out);
+  EXPECT_EQ(out["heat"]["files_with_heat"], 3);
+  EXPECT_EQ(out["heat"]["prefix"], "/pfs/data");
+  const json& heat_rows = out["policies"]["heat"];
+  ASSERT_EQ(heat_rows.size(), 2u);
+  EXPECT_EQ(heat_rows[0]["hits"], 0);
+  EXPECT_EQ(heat_rows[1]["hits"], 3);
+  EXPECT_EQ(heat_rows[1]["backing_bytes"], 7 * 4096);
+  EXPECT_EQ(out["policies"]["lru"][1]["hits"], 0);
+
+  std::vector<std::string> staged = base;
+  staged.push_back("--stage-hot");
+  r = Cli(staged);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  out = ParseJson(r.out);
+  EXPECT_EQ(out["policies"]["heat"][0]["hits"], 3);
+  EXPECT_EQ(out["policies"]["heat"][0]["backing_bytes"], (7 + 3) * 4096);
+
+  // Usage errors: heat without logs, --stage-hot without --heat.
+  r = Cli({"simulate", "--backing", backing_, "--plan", "sequential", "--capacity", "16K",
+           "--policy", "heat"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--heat"), std::string::npos) << r.err;
+  r = Cli({"simulate", "--backing", backing_, "--plan", "sequential", "--capacity", "16K",
+           "--stage-hot"});
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 }  // namespace

@@ -143,7 +143,21 @@ nlohmann::json EpochInvariants(const nlohmann::json& result) {
     }
   }
   add("every configuration read every byte expected", short_read.empty(), short_read);
-  for (const char* policy : {"lru", "plan"}) {
+  std::string over_capacity;
+  for (const auto& c : result["configs"]) {
+    if (!c.value("implemented", false) || c["capacity_percent"].is_null()) continue;
+    const uint64_t capacity = c["capacity_bytes"];
+    for (const auto& e : c["epochs"]) {
+      const uint64_t used = e["used_bytes"];
+      if (used > capacity && over_capacity.empty()) {
+        over_capacity = std::string(c["name"]) + " epoch " + e["epoch"].dump() + ": " +
+                        FormatBytes(used) + " of " + FormatBytes(capacity);
+      }
+    }
+  }
+  add("every clairfs configuration stayed within its capacity", over_capacity.empty(),
+      over_capacity);
+  for (const char* policy : {"lru", "plan", "heat"}) {
     const nlohmann::json* c = FindConfig(result, policy, 150);
     if (c == nullptr) continue;
     std::string detail;
@@ -179,7 +193,34 @@ nlohmann::json EpochInvariants(const nlohmann::json& result) {
       }
       add(std::string(c["name"]) + ": the plan was followed (never dropped)", dropped.empty(),
           dropped);
+    } else if (policy == "heat") {
+      const nlohmann::json& prolog = c["prolog"];
+      std::string detail;
+      if (prolog["heat_files"].get<uint64_t>() == 0) detail = "no file has heat after the import";
+      for (const auto& e : c["epochs"]) {
+        if (e["eviction"] != "heat" && detail.empty()) {
+          detail = "epoch " + e["epoch"].dump() + " evicted by " + e["eviction"].dump();
+        }
+      }
+      add(std::string(c["name"]) + ": heat imported (" + prolog["heat_files"].dump() +
+              " files) and every epoch's mount evicted by it",
+          detail.empty(), detail);
     }
+  }
+  // With world 1 every epoch reads every file, so the LRU run's logs give each file heat, and a
+  // 150% cache has room for every copy with its reservation: the prolog stages the dataset.
+  if (const nlohmann::json* heat150 = FindConfig(result, "heat", 150);
+      heat150 != nullptr && result.value("world", 0u) == 1) {
+    const nlohmann::json& prolog = (*heat150)["prolog"];
+    const nlohmann::json& first = (*heat150)["epochs"][0];
+    const uint64_t files = result["files"], staged = prolog["files_staged"];
+    const uint64_t backing = first["backing_bytes"], misses = first["misses"];
+    add("heat at 150%: the prolog staged every file and epoch 1 read nothing from the backing "
+        "store",
+        staged == files && backing == 0 && misses == 0,
+        std::to_string(staged) + " of " + std::to_string(files) +
+            " files staged; epoch 1: " + std::to_string(misses) + " misses, " +
+            FormatBytes(backing) + " from the backing store");
   }
   return checks;
 }
@@ -224,6 +265,26 @@ void PrintEpochTable(const nlohmann::json& r) {
       "count opens reaching the daemon; MIN = demand-MIN (Belady) on the trace of opens recorded "
       "in that run, same capacity; backing = bytes read from the emulated PFS by readers plus "
       "staging)\n");
+  bool prolog_header = false;
+  for (const auto& c : r["configs"]) {
+    if (!c.contains("prolog")) continue;
+    if (!prolog_header) {
+      printf(
+          "heat prolog before epoch 1 (darshan import of the LRU run's logs at the same cache "
+          "size, then stage --hot --fit --wait; not in epoch 1's time or backing bytes):\n");
+      prolog_header = true;
+    }
+    const nlohmann::json& p = c["prolog"];
+    printf(
+        "  %-18s import %.2f s (%llu files with heat from %llu logs), stage %.2f s: %llu files, "
+        "%s\n",
+        std::string(c["name"]).c_str(), p["import_seconds"].get<double>(),
+        static_cast<unsigned long long>(p["heat_files"].get<uint64_t>()),
+        static_cast<unsigned long long>(p["heat_logs"].get<uint64_t>()),
+        p["stage_seconds"].get<double>(),
+        static_cast<unsigned long long>(p["files_staged"].get<uint64_t>()),
+        FormatBytes(p["bytes_staged"].get<uint64_t>()).c_str());
+  }
 
   const nlohmann::json& t = r["targets"];
   printf("targets:\n");
@@ -311,7 +372,8 @@ Status WriteEpochChart(const nlohmann::json& result, const std::string& png) {
     if (!out) return Status::Error(EIO, "cannot write " + dat);
   }
   {
-    // One colour per cache size; LRU dashed, plan solid; direct reads in black and grey.
+    // One colour per cache size; LRU dashed, plan solid, heat dash-dotted; direct reads in black
+    // and grey.
     static const char* kColours[] = {"#1b9e77", "#d95f02", "#7570b3",
                                      "#e7298a", "#66a61e", "#e6ab02"};
     std::vector<int> percents;
@@ -338,7 +400,9 @@ Status WriteEpochChart(const nlohmann::json& result, const std::string& png) {
         while (k < percents.size() && percents[k] != percent) ++k;
         if (k == percents.size()) percents.push_back(percent);
         style = std::string("lc rgb '") + kColours[k % std::size(kColours)] + "' dt " +
-                (policy == "lru" ? "2" : "1");
+                (policy == "lru"    ? "2"
+                 : policy == "heat" ? "4"
+                                    : "1");
       }
       gp << (i ? ", \\\n     " : "") << "'" << dat << "' using 1:" << i + 2 << " with linespoints "
          << style << " title columnheader(" << i + 2 << ")";

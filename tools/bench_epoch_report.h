@@ -7,9 +7,13 @@
 // configurations with "name", "policy" ("pfs-direct", "lru", "plan", "heat", "local-direct"),
 // "implemented", "capacity_percent" (null for direct reads) and, when implemented, "epochs" (per
 // epoch: seconds, bytes, bytes_expected, hits, misses, hit_ratio, backing_bytes and, for clairfs,
-// belady_hits / belady_hit_ratio of demand-MIN on the recorded trace) plus totals "hits",
-// "belady_hits", "accesses" and the steady-state medians "steady_seconds", "steady_hit_ratio",
-// "steady_belady_hit_ratio". Steady = epochs >= 2 (all epochs if there is only one).
+// belady_hits / belady_hit_ratio of demand-MIN on the recorded trace, used_bytes and the mount's
+// eviction policy) plus totals "hits", "belady_hits", "accesses", "capacity_bytes" and the
+// steady-state medians "steady_seconds", "steady_hit_ratio", "steady_belady_hit_ratio". Steady =
+// epochs >= 2 (all epochs if there is only one). Heat configurations also carry "prolog": what
+// the `darshan import` + `stage --hot --fit --wait` before epoch 1 did (import_seconds,
+// stage_seconds, heat_files, heat_logs, files_staged, bytes_staged, used_bytes, eviction); its
+// staging is not in epoch 1's figures.
 //
 // Thread-safety: pure functions of their arguments (the writers touch only the named files).
 // Errors: the writers return EIO naming the file, or gnuplot's error.
@@ -33,9 +37,12 @@ namespace clairfs {
 nlohmann::json EpochTargets(const nlohmann::json& result);
 
 // Invariants that hold whatever the machine's speed (never timings), as an array of {"check",
-// "ok", "detail"}: every byte expected was read; no backing-store bytes from epoch 2 at a 150%
-// cache (LRU and plan); plan hits >= LRU hits at 50%; LRU hits <= MIN hits; the plan was never
-// dropped. Checks whose configurations were not run are left out.
+// "ok", "detail"}: every byte expected was read; no clairfs configuration used more than its
+// capacity; no backing-store bytes from epoch 2 at a 150% cache (LRU, plan and heat); plan hits
+// >= LRU hits at 50%; LRU hits <= MIN hits; the plan was never dropped; every heat mount had the
+// imported heat and evicted by it; with world 1 (every epoch reads every file, so the LRU run's
+// logs give every file heat), the heat prolog at 150% staged every file and epoch 1 read nothing
+// from the backing store. Checks whose configurations were not run are left out.
 nlohmann::json EpochInvariants(const nlohmann::json& result);
 
 // Prints the table, the targets and (if present in `result`) the invariants on stdout.

@@ -86,6 +86,18 @@ Status MountStack::PopAll() {
   return first;
 }
 
+Status RunClairfsCommand(const std::string& self, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {self};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = RunProgram(argv, /*capture_stderr=*/true);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status::Error(EIO, "clairfs " + (args.empty() ? std::string() : args[0]) + " exited " +
+                                  std::to_string(r->exit_code) + ": " + r->err);
+  }
+  return Status::Ok();
+}
+
 Result<nlohmann::json> MountStatus(const std::string& mountpoint) {
   auto client = cli::ControlClient::Connect(mountpoint);
   if (!client.ok()) return client.status();

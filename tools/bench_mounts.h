@@ -1,5 +1,6 @@
 // Mounts driven by tools (the benchmark instruments and `clairfs demo`): run `clairfs mount`,
-// `clairfs pfs-emu`, `clairfs umount`, read a mount's status, and wait for its staging to go idle.
+// `clairfs pfs-emu`, `clairfs umount` and other `clairfs` commands against a mount, read a
+// mount's status, and wait for its staging to go idle.
 //
 // MountStack records every mount it made and unmounts them in reverse order, on every exit path:
 // explicitly with Pop()/PopAll() (which report failures) or from the destructor (which only
@@ -55,6 +56,10 @@ class MountStack {
   std::string self_;
   std::vector<Mounted> mounts_;
 };
+
+// Runs `SELF ARGS...` (another `clairfs` command, e.g. `stage MNT --wait`) with stdout on
+// /dev/null; a non-zero exit is EIO naming the command, its exit code and its stderr.
+Status RunClairfsCommand(const std::string& self, const std::vector<std::string>& args);
 
 // The daemon's `status` reply (see fs/status_report.h).
 Result<nlohmann::json> MountStatus(const std::string& mountpoint);

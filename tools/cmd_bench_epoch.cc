@@ -1,8 +1,8 @@
 // `clairfs bench epoch`: training epochs in torch DistributedSampler order over the emulated PFS
-// directly, clairfs read-through (LRU) and clairfs with the readers' plan at several cache sizes
-// over the same emulator, and the local copy of the dataset directly (the limit), with the
-// demand-MIN (Belady) hit ratio of each run's recorded trace at the same cache size as the
-// yardstick for the measured hit ratio.
+// directly, clairfs read-through (LRU), clairfs with the readers' plan and clairfs with Darshan
+// heat at several cache sizes over the same emulator, and the local copy of the dataset directly
+// (the limit), with the demand-MIN (Belady) hit ratio of each run's recorded trace at the same
+// cache size as the yardstick for the measured hit ratio.
 //
 // Method: a synthetic image-folder dataset (imagenet-like sizes) is written locally and served by
 // `clairfs pfs-emu` with --open-latency and --bandwidth. The read order of rank --rank comes
@@ -11,15 +11,21 @@
 // sample in order (open, read to the end in 1 MiB reads, close, then --work-ms of simulated
 // compute); the order in which the threads call open(2) is recorded (the trace of opens reaching
 // the daemon). For clairfs, each policy and cache size gets a fresh cache directory and capacity
-// = PERCENT of the dataset's bytes rounded up to 4 KiB blocks (LRU and plan alternate per size,
-// so each pair runs under the same machine load); between epochs, staging is waited for (not
+// = PERCENT of the dataset's bytes rounded up to 4 KiB blocks (LRU, plan and heat run in turn
+// per size, so they run under the same machine load); between epochs, staging is waited for (not
 // timed) and the mount is remounted (--manifest reuse) so that every epoch starts without the
 // mount's kernel page cache, as on a node whose memory cannot hold the dataset. The
 // plan configuration mounts with `--plan torch-distributed:seed=S,world=R,ranks=K-K,epochs=E,
 // start_epoch=e` for epoch e, so each remount resumes the plan at the epoch the readers are in.
+// The heat configuration is the next job of a user whose earlier job ran on an LRU mount: after
+// each LRU epoch, `clairfs stats MNT --darshan` writes that mount's Darshan log (as a job epilog
+// would); the heat run at the same cache size mounts a fresh cache, imports those logs with
+// `clairfs darshan import MNT DIR` and runs `clairfs stage MNT --hot --fit --wait` (a prolog:
+// timed and reported on its own, not in epoch 1), then reads the same epochs on mounts without a
+// plan, which evict by the imported heat.
 // Counters (hits, misses, bytes from the backing store, bytes staged, and the part staged after
 // the readers finished, untimed) are per epoch. Demand-MIN runs on the recorded opens of the same
-// run, all epochs in sequence. The heat configuration is printed as absent, never simulated.
+// run, all epochs in sequence.
 // Then the target ratios and, with --quick, the invariants are computed (bench_epoch_report.h).
 //
 // Output: a table, or one JSON object with --json; --csv FILE writes one row per configuration
@@ -33,6 +39,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <thread>
 #include <unordered_map>
@@ -237,18 +244,60 @@ std::string MountPlanSpec(const EpochArgs& a, size_t start_epoch) {
          ",epochs=" + std::to_string(a.epochs) + ",start_epoch=" + std::to_string(start_epoch);
 }
 
-enum class Policy { kLru, kPlan };
+enum class Policy { kLru, kPlan, kHeat };
+
+const char* PolicyName(Policy policy) {
+  switch (policy) {
+    case Policy::kLru:
+      return "lru";
+    case Policy::kPlan:
+      return "plan";
+    case Policy::kHeat:
+      return "heat";
+  }
+  return "?";
+}
+
+// The heat run's prolog on the freshly mounted cache, as a job script would run it before
+// training: import the earlier job's Darshan logs (every file in `log_dir`), then stage the
+// hottest files that fit and wait. Returns what it did, read back from the mount.
+Result<nlohmann::json> HeatProlog(const std::string& self, const std::string& mnt,
+                                  const std::string& log_dir) {
+  auto start = Clock::now();
+  CLAIRFS_RETURN_IF_ERROR(RunClairfsCommand(self, {"darshan", "import", mnt, log_dir}));
+  const double import_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  start = Clock::now();
+  CLAIRFS_RETURN_IF_ERROR(RunClairfsCommand(self, {"stage", mnt, "--hot", "--fit", "--wait"}));
+  const double stage_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(mnt));
+  auto status = MountStatus(mnt);
+  if (!status.ok()) return status.status();
+  const nlohmann::json heat =
+      (*status)["heat"].is_object() ? (*status)["heat"] : nlohmann::json::object();
+  return nlohmann::json{{"import_seconds", import_seconds},
+                        {"stage_seconds", stage_seconds},
+                        {"heat_files", heat.value("files", uint64_t{0})},
+                        {"heat_logs", heat.value("logs", uint64_t{0})},
+                        {"files_staged", (*status)["staging"].value("files_staged", uint64_t{0})},
+                        {"bytes_staged", (*status)["staging"].value("bytes_staged", uint64_t{0})},
+                        {"staging_failures", (*status)["staging"].value("failures", uint64_t{0})},
+                        {"used_bytes", (*status)["used_bytes"]},
+                        {"eviction", (*status).value("eviction", "")}};
+}
 
 // clairfs over the emulator with a cache of `percent` of the dataset: read-through with LRU
-// eviction, or mounted with the readers' plan (prefetch in plan order, eviction by next use).
+// eviction, mounted with the readers' plan (prefetch in plan order, eviction by next use), or
+// read-through with the heat imported from `log_dir` and staged by the prolog (HeatProlog).
 // Every epoch is a fresh mount of the same cache (see the header comment); a plan mount starts
-// at that epoch (start_epoch), as a resumed job would. Demand-MIN runs on the opens recorded in
-// this run, concatenated over the epochs, at the same capacity.
+// at that epoch (start_epoch), as a resumed job would. The LRU run writes each epoch mount's
+// Darshan log into `log_dir` when it is given. Demand-MIN runs on the opens recorded in this
+// run, concatenated over the epochs, at the same capacity.
 Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountStack* stack,
-                                  const std::string& cache, int percent, Policy policy) {
+                                  const std::string& cache, int percent, Policy policy,
+                                  const std::string& log_dir) {
   const uint64_t capacity = in.dataset_blocks * static_cast<uint64_t>(percent) / 100;
   const bool plan = policy == Policy::kPlan;
-  const std::string policy_name = plan ? "plan" : "lru";
+  const std::string policy_name = PolicyName(policy);
   nlohmann::json config = {{"name", "clairfs-" + policy_name + "-" + std::to_string(percent) + "%"},
                            {"policy", policy_name},
                            {"implemented", true},
@@ -264,6 +313,11 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
     if (plan && !a.plan_window.empty()) flags.insert(flags.end(), {"--plan-window", a.plan_window});
     if (!a.stage_threads.empty()) flags.insert(flags.end(), {"--stage-threads", a.stage_threads});
     CLAIRFS_RETURN_IF_ERROR(stack->MountClairfs(in.pfs, in.mnt, flags));
+    if (policy == Policy::kHeat && e == 0) {
+      auto prolog = HeatProlog(stack->self(), in.mnt, log_dir);
+      if (!prolog.ok()) return prolog.status().WithContext("heat prolog");
+      config["prolog"] = *prolog;
+    }
     auto before = MountStatus(in.mnt);
     if (!before.ok()) return before.status();
     auto r = ReadEpoch(in.mnt, in.files, in.epochs[e], a.threads, a.work_ms);
@@ -273,6 +327,12 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
     CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(in.mnt));
     auto after = MountStatus(in.mnt);
     if (!after.ok()) return after.status();
+    if (policy == Policy::kLru && !log_dir.empty()) {
+      // The epilog of this "job": its Darshan log is what the heat run imports.
+      const std::string log = log_dir + "/epoch-" + std::to_string(e + 1) + ".darshan";
+      CLAIRFS_RETURN_IF_ERROR(
+          RunClairfsCommand(stack->self(), {"stats", in.mnt, "--darshan", log}));
+    }
     CLAIRFS_RETURN_IF_ERROR(stack->Pop());
     auto delta = [&](const nlohmann::json& to, const nlohmann::json& from, const char* key) {
       return to.value(key, uint64_t{0}) - from.value(key, uint64_t{0});
@@ -305,7 +365,8 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
         {"staging_backlog_at_read_end", (*read_end)["staging"].value("queued", uint64_t{0}) +
                                             (*read_end)["staging"].value("in_flight", uint64_t{0})},
         {"backing_bytes", from_backing + staged},
-        {"used_bytes", (*after)["used_bytes"]}};
+        {"used_bytes", (*after)["used_bytes"]},
+        {"eviction", (*after).value("eviction", "")}};
     if (plan) {
       row["plan"] = (*after)["plan"];
       row["plan_at_read_end"] = (*read_end)["plan"];
@@ -376,29 +437,32 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
   auto pfs = RunDirect(a, in, "pfs-direct", in.pfs, true);
   if (!pfs.ok()) return pfs.status();
   configs.push_back(*pfs);
-  // LRU and plan alternate per cache size so that each pair runs under the same load; the table
-  // lists all LRU rows, then all plan rows.
-  std::vector<nlohmann::json> lru_rows, plan_rows;
+  // LRU, plan and heat run in turn per cache size so that they run under the same load (heat
+  // after LRU: it imports the LRU run's logs); the table lists all LRU rows, then all plan rows,
+  // then all heat rows.
+  std::map<Policy, std::vector<nlohmann::json>> rows;
   for (int percent : *capacities) {
-    for (Policy policy : {Policy::kLru, Policy::kPlan}) {
-      const std::string name =
-          (policy == Policy::kLru ? "lru-" : "plan-") + std::to_string(percent);
+    auto logs = work.Subdir("darshan-lru-" + std::to_string(percent));
+    if (!logs.ok()) return logs.status();
+    for (Policy policy : {Policy::kLru, Policy::kPlan, Policy::kHeat}) {
+      const std::string name = std::string(PolicyName(policy)) + "-" + std::to_string(percent);
       auto cache = work.Subdir("cache-" + name);
       if (!cache.ok()) return cache.status();
-      auto run = RunClairfs(a, in, &stack, *cache, percent, policy);
-      if (!run.ok()) return run.status();
-      (policy == Policy::kLru ? lru_rows : plan_rows).push_back(*run);
+      auto run = RunClairfs(a, in, &stack, *cache, percent, policy,
+                            policy == Policy::kPlan ? std::string() : *logs);
+      if (!run.ok()) return run.status().WithContext(name);
+      rows[policy].push_back(*run);
       if (!a.keep && a.dir.empty()) {  // used once: free its space for the next configuration
         std::error_code ec;
         std::filesystem::remove_all(*cache, ec);
+        if (policy == Policy::kHeat) std::filesystem::remove_all(*logs, ec);
       }
     }
   }
-  for (auto* rows : {&lru_rows, &plan_rows}) {
-    for (auto& row : *rows) configs.push_back(std::move(row));
+  for (Policy policy : {Policy::kLru, Policy::kPlan, Policy::kHeat}) {
+    for (auto& row : rows[policy]) configs.push_back(std::move(row));
   }
   CLAIRFS_RETURN_IF_ERROR(stack.PopAll());
-  configs.push_back({{"name", "clairfs-heat"}, {"policy", "heat"}, {"implemented", false}});
   auto local = RunDirect(a, in, "local-direct", in.dataset, false);
   if (!local.ok()) return local.status();
   configs.push_back(*local);
@@ -429,8 +493,9 @@ void RegisterBenchEpoch(CLI::App& bench) {
   CLI::App* cmd =
       AddCommand(&bench, "epoch",
                  "Training epochs in torch DistributedSampler order over the emulated PFS, clairfs "
-                 "read-through and clairfs with the plan at several cache sizes, and local disk, "
-                 "with Belady's hit ratio on the recorded trace");
+                 "read-through, clairfs with the plan and clairfs with Darshan heat (imported from "
+                 "the read-through run's logs) at several cache sizes, and local disk, with "
+                 "Belady's hit ratio on the recorded trace");
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
   cmd->add_option("--files", args->files, "Files in the dataset (default 2000; --quick 400)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}));

@@ -95,18 +95,6 @@ std::vector<SyntheticFile> LargestThatFit(std::vector<SyntheticFile> files, uint
   return chosen;
 }
 
-// Runs `clairfs ARGS...`; an error carries its stderr.
-Status RunClairfs(const std::string& self, std::vector<std::string> args) {
-  args.insert(args.begin(), self);
-  auto r = RunProgram(args, /*capture_stderr=*/true);
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) {
-    return Status::Error(
-        EIO, "clairfs " + args[1] + " exited " + std::to_string(r->exit_code) + ": " + r->err);
-  }
-  return Status::Ok();
-}
-
 Result<SyntheticSizes> Sizes(const std::string& text) {
   auto sizes = ParseSyntheticSizes(text);
   if (!sizes.ok()) return Status::Invalid(sizes.status().message());
@@ -137,10 +125,10 @@ Result<ConfigRun> RunConfig(const std::string& config, const HeatBenchArgs& args
     for (const SyntheticFile& f : LargestThatFit(order, capacity)) out << f.relpath << "\n";
     out.close();
     if (!out) return Status::Error(EIO, "writing " + list);
-    CLAIRFS_RETURN_IF_ERROR(RunClairfs(self, {"stage", mnt, "--from-file", list, "--wait"}));
+    CLAIRFS_RETURN_IF_ERROR(RunClairfsCommand(self, {"stage", mnt, "--from-file", list, "--wait"}));
   } else if (config == "heat") {
-    CLAIRFS_RETURN_IF_ERROR(RunClairfs(self, {"darshan", "import", mnt, log}));
-    CLAIRFS_RETURN_IF_ERROR(RunClairfs(self, {"stage", mnt, "--hot", "--fit", "--wait"}));
+    CLAIRFS_RETURN_IF_ERROR(RunClairfsCommand(self, {"darshan", "import", mnt, log}));
+    CLAIRFS_RETURN_IF_ERROR(RunClairfsCommand(self, {"stage", mnt, "--hot", "--fit", "--wait"}));
   }
   CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(mnt));
   auto client = ControlClient::Connect(mnt);
@@ -239,7 +227,7 @@ Status Measure(const HeatBenchArgs& args, nlohmann::json* out) {
   }
   auto read_large = ReadFiles(*mnt, *large, args.threads, /*verify=*/true);
   if (!read_large.ok()) return read_large.status().WithContext("warm-up");
-  CLAIRFS_RETURN_IF_ERROR(RunClairfs(*self, {"stats", *mnt, "--darshan", log}));
+  CLAIRFS_RETURN_IF_ERROR(RunClairfsCommand(*self, {"stats", *mnt, "--darshan", log}));
   CLAIRFS_RETURN_IF_ERROR(stack.Pop());
   std::error_code ec;
   std::filesystem::remove_all(work.path() + "/cache-warmup", ec);

@@ -1,4 +1,5 @@
-// `clairfs bench stage`: the staging engine against `cp -r` and `rsync -a`, without a mount.
+// `clairfs bench stage`: the staging engine in-process and the `clairfs stage` command as a user
+// runs it, against `cp -r` and `rsync -a`.
 //
 // A synthetic tree (flat, --files x --size, verifiable content) is served by `clairfs pfs-emu`
 // with --open-latency. Each timed run gets a freshly mounted emulator (no kernel page cache of
@@ -6,12 +7,19 @@
 //   engine:  CacheDir + IndexDb + Manifest::Rescan of the emulated tree + ContentStore + Stager
 //            (as fs/daemon.cc builds them), every file enqueued, WaitIdle(); durable by the
 //            publish protocol (fsync, rename, directory sync, synced index write per file)
+//   clairfs stage --offline:  `clairfs stage --offline --backing EMU --cache DIR --threads N`,
+//            from the command's start to its exit (no mount)
+//   clairfs stage --wait:  `clairfs mount EMU MNT --cache DIR --stage-threads N` (timed on its
+//            own: the mount's startup, which lists the tree), then `clairfs stage MNT --wait`
+//            from the command's start to its exit; unmounted afterwards (not timed)
 //   cp:      cp -r MNT TARGET, then sync -f TARGET
 //   rsync:   rsync -a MNT/ TARGET/, then sync -f TARGET
-// so every figure includes listing the tree and making the copies durable. After each engine
-// run every staged copy is read back and verified byte for byte (not timed). Then large files:
-// --big-files x --big-size through an emulator with --bandwidth, staged by the engine; the
-// rate is compared with the cap. Output: a table of medians and ratios, or one JSON object.
+// so every figure includes the copies' durability and, except the mounted stage (whose mount
+// lists the tree before), listing the tree. After each engine and command run every staged copy
+// is read back from the cache and verified byte for byte (not timed; for the commands, once they
+// have exited and released the cache). Then large files: --big-files x --big-size through an
+// emulator with --bandwidth, staged by the engine; the rate is compared with the cap.
+// Output: a table of medians and ratios, or one JSON object.
 // Exit codes: 0 measured and verified, 1 failed (a copy missing or wrong), 2 bad arguments.
 // Mounts are always unmounted and the work directory removed (unless --dir was given).
 #include <fcntl.h>
@@ -36,6 +44,7 @@
 #include "planner/synthetic_content.h"
 #include "planner/synthetic_dataset.h"
 #include "planner/units.h"
+#include "tools/bench_mounts.h"
 #include "tools/cli.h"
 #include "tools/cmd_bench.h"
 #include "tools/dataset_writer.h"
@@ -45,6 +54,9 @@ namespace clairfs::cli {
 namespace {
 
 constexpr const char* kCommand = "bench stage";
+// Row names of the two command runs (keys of "median_seconds").
+constexpr const char* kOfflineRow = "clairfs stage --offline";
+constexpr const char* kMountedRow = "clairfs stage --wait";
 
 struct StageBenchArgs {
   std::string dir;
@@ -103,6 +115,47 @@ Status RemoveAll(const std::string& path) {
   return Status::Ok();
 }
 
+struct Verified {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+};
+
+// Reads every file of `files` back from its staged copy in `store` and checks it against the
+// synthetic content; EIO names the first file missing or short.
+Result<Verified> VerifyCopies(ContentStore* store, Env* env,
+                              const std::vector<SyntheticFile>& files) {
+  Verified verified;
+  for (const SyntheticFile& f : files) {
+    auto copy = store->Find(f.relpath, /*touch=*/false);
+    if (!copy) return Status::Error(EIO, "not staged: " + f.relpath);
+    std::string data;
+    data.resize(f.size);
+    int fd = open(copy->data_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno(errno, "open " + copy->data_path);
+    auto n = env->Pread(fd, data.data(), data.size(), 0);
+    close(fd);
+    if (!n.ok()) return n.status();
+    if (*n != f.size) return Status::Error(EIO, "short staged copy: " + f.relpath);
+    CLAIRFS_RETURN_IF_ERROR(VerifySyntheticFile(f.relpath, data));
+    ++verified.files;
+    verified.bytes += f.size;
+  }
+  return verified;
+}
+
+// Opens the cache at `cache` as a mount would (lock, index, recovery) after the process that
+// staged into it has exited, and verifies every copy.
+Result<Verified> VerifyCache(const std::string& cache, const std::vector<SyntheticFile>& files) {
+  Env* env = Env::Default();
+  auto dir = CacheDir::Acquire(cache, env);
+  if (!dir.ok()) return dir.status();
+  auto index = IndexDb::Open((*dir)->index_dir());
+  if (!index.ok()) return index.status();
+  auto store = ContentStore::Open(dir->get(), index->get(), env, {}, NewLruPolicy());
+  if (!store.ok()) return store.status();
+  return VerifyCopies(store->get(), env, files);
+}
+
 struct EngineRun {
   double seconds = 0;
   uint64_t staged_files = 0;
@@ -147,21 +200,57 @@ Result<EngineRun> RunEngine(const std::string& source, const std::string& cache,
     run.peak_buffers = stats.peak_buffers_in_use;
     run.uring = stats.uring;
   }
-  for (const SyntheticFile& f : files) {
-    auto copy = (*store)->Find(f.relpath, /*touch=*/false);
-    if (!copy) return Status::Error(EIO, "not staged: " + f.relpath);
-    std::string data;
-    data.resize(f.size);
-    int fd = open(copy->data_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::FromErrno(errno, "open " + copy->data_path);
-    auto n = env->Pread(fd, data.data(), data.size(), 0);
-    close(fd);
-    if (!n.ok()) return n.status();
-    if (*n != f.size) return Status::Error(EIO, "short staged copy: " + f.relpath);
-    CLAIRFS_RETURN_IF_ERROR(VerifySyntheticFile(f.relpath, data));
-    ++run.verified_files;
-    run.verified_bytes += f.size;
+  auto verified = VerifyCopies(store->get(), env, files);
+  if (!verified.ok()) return verified.status();
+  run.verified_files = verified->files;
+  run.verified_bytes = verified->bytes;
+  return run;
+}
+
+struct CommandRun {
+  double seconds = 0;        // the stage command, start to exit
+  double mount_seconds = 0;  // `clairfs mount` until it returned (mounted runs only)
+  Verified verified;
+};
+
+// `clairfs stage --offline` of the tree at `source` into a fresh cache, then verification.
+Result<CommandRun> RunStageOffline(const std::string& self, const std::string& source,
+                                   const std::string& cache, int threads,
+                                   const std::vector<SyntheticFile>& files) {
+  CLAIRFS_RETURN_IF_ERROR(RemoveAll(cache));
+  CommandRun run;
+  auto start = std::chrono::steady_clock::now();
+  CLAIRFS_RETURN_IF_ERROR(
+      RunClairfsCommand(self, {"stage", "--offline", "--backing", source, "--cache", cache,
+                               "--threads", std::to_string(threads)}));
+  run.seconds = Seconds(start);
+  auto verified = VerifyCache(cache, files);
+  if (!verified.ok()) return verified.status();
+  run.verified = *verified;
+  return run;
+}
+
+// `clairfs mount` of the tree at `source` on `mountpoint` with a fresh cache, then `clairfs stage
+// MOUNTPOINT --wait`; unmounted (the daemon has exited) before verification.
+Result<CommandRun> RunStageMounted(const std::string& self, const std::string& source,
+                                   const std::string& mountpoint, const std::string& cache,
+                                   int threads, const std::vector<SyntheticFile>& files) {
+  CLAIRFS_RETURN_IF_ERROR(RemoveAll(cache));
+  CommandRun run;
+  {
+    MountStack stack(self);
+    auto start = std::chrono::steady_clock::now();
+    CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(
+        source, mountpoint, {"--cache", cache, "--stage-threads", std::to_string(threads)}));
+    run.mount_seconds = Seconds(start);
+    start = std::chrono::steady_clock::now();
+    CLAIRFS_RETURN_IF_ERROR(RunClairfsCommand(self, {"stage", mountpoint, "--wait"}));
+    run.seconds = Seconds(start);
+    CLAIRFS_RETURN_IF_ERROR(stack.PopAll());
   }
+  auto verified = VerifyCache(cache, files);
+  if (!verified.ok()) return verified.status();
+  run.verified = *verified;
   return run;
 }
 
@@ -187,9 +276,14 @@ const char* EngineName(StageEngine e) { return e == StageEngine::kUring ? "uring
 
 Status Measure(const StageBenchArgs& args, const std::string& work, nlohmann::json* out) {
   const std::string small_data = work + "/small", big_data = work + "/big", mnt = work + "/mnt";
-  std::error_code ec;
-  std::filesystem::create_directories(mnt, ec);
-  if (ec) return Status::Error(ec.value(), "mkdir " + mnt);
+  const std::string clairfs_mnt = work + "/clairfs-mnt";
+  for (const std::string& d : {mnt, clairfs_mnt}) {
+    std::error_code ec;
+    std::filesystem::create_directories(d, ec);
+    if (ec) return Status::Error(ec.value(), "mkdir " + d);
+  }
+  auto self = SelfExecutable();
+  if (!self.ok()) return self.status();
 
   SyntheticSpec small_spec;
   small_spec.layout = SyntheticLayout::kFlat;
@@ -209,7 +303,9 @@ Status Measure(const StageBenchArgs& args, const std::string& work, nlohmann::js
   const std::vector<std::string> small_flags = {"--open-latency", latency};
   const std::vector<StageEngine> engines = EnginesOf(args.engine);
   std::map<std::string, std::vector<double>> times;
+  std::vector<double> mount_times;
   nlohmann::json engine_json = nlohmann::json::object();
+  nlohmann::json command_json = nlohmann::json::object();
   for (int r = 0; r < args.repeat; ++r) {
     for (StageEngine engine : engines) {
       auto emu = Emulator::Mount(small_data, mnt, small_flags);
@@ -222,6 +318,26 @@ Status Measure(const StageBenchArgs& args, const std::string& work, nlohmann::js
                                          {"staged_files", run->staged_files},
                                          {"peak_buffers_in_use", run->peak_buffers},
                                          {"uring", run->uring}};
+    }
+    {
+      auto emu = Emulator::Mount(small_data, mnt, small_flags);
+      if (!emu.ok()) return emu.status();
+      auto run = RunStageOffline(*self, mnt, work + "/cache", args.stage_threads, *small);
+      if (!run.ok()) return run.status().WithContext("clairfs stage --offline");
+      times[kOfflineRow].push_back(run->seconds);
+      command_json["offline"] = {{"verified_files", run->verified.files},
+                                 {"verified_bytes", run->verified.bytes}};
+    }
+    {
+      auto emu = Emulator::Mount(small_data, mnt, small_flags);
+      if (!emu.ok()) return emu.status();
+      auto run =
+          RunStageMounted(*self, mnt, clairfs_mnt, work + "/cache", args.stage_threads, *small);
+      if (!run.ok()) return run.status().WithContext("clairfs mount + stage --wait");
+      times[kMountedRow].push_back(run->seconds);
+      mount_times.push_back(run->mount_seconds);
+      command_json["mounted"] = {{"verified_files", run->verified.files},
+                                 {"verified_bytes", run->verified.bytes}};
     }
     {
       auto emu = Emulator::Mount(small_data, mnt, small_flags);
@@ -243,10 +359,19 @@ Status Measure(const StageBenchArgs& args, const std::string& work, nlohmann::js
                                {"open_latency_ms", args.open_latency_ms},
                                {"stage_threads", args.stage_threads},
                                {"repeat", args.repeat},
-                               {"engines", engine_json}};
+                               {"engines", engine_json},
+                               {"commands", command_json}};
   nlohmann::json medians = nlohmann::json::object();
   for (const auto& [name, v] : times) medians[name] = Median(v);
   small_json["median_seconds"] = medians;
+  small_json["seconds"] = times;
+  small_json["mount_seconds"] = mount_times;
+  small_json["median_mount_seconds"] = Median(mount_times);
+  std::vector<double> mount_and_stage;
+  for (size_t i = 0; i < mount_times.size(); ++i) {
+    mount_and_stage.push_back(mount_times[i] + times[kMountedRow][i]);
+  }
+  small_json["median_mount_and_stage_seconds"] = Median(mount_and_stage);
   CLAIRFS_RETURN_IF_ERROR(RemoveAll(work + "/cp"));
   CLAIRFS_RETURN_IF_ERROR(RemoveAll(work + "/rsync"));
 
@@ -300,26 +425,37 @@ void PrintTable(const nlohmann::json& r) {
   uint64_t files = s["files"], bytes = s["bytes"];
   printf(
       "staging %llu files (%s) from pfs-emu --open-latency %g ms, %d files in flight, "
-      "median of %d; each figure includes listing and durability\n",
+      "median of %d; each figure includes durability and (but for stage --wait, whose mount "
+      "listed the tree) listing\n",
       static_cast<unsigned long long>(files), FormatBytes(bytes).c_str(),
       static_cast<double>(s["open_latency_ms"]), static_cast<int>(s["stage_threads"]),
       static_cast<int>(s["repeat"]));
-  printf("%-22s %10s %12s %12s %10s %10s\n", "method", "seconds", "files/s", "rate", "vs cp",
+  printf("%-24s %10s %12s %12s %10s %10s\n", "method", "seconds", "files/s", "rate", "vs cp",
          "vs rsync");
   const auto& m = s["median_seconds"];
   double cp = m.value("cp -r + sync -f", 0.0), rsync = m.value("rsync -a + sync -f", 0.0);
   for (const auto& [name, value] : m.items()) {
     double sec = value;
-    printf("%-22s %10.3f %12.0f %12s %9.2fx %9.2fx\n", name.c_str(), sec, files / sec,
+    printf("%-24s %10.3f %12.0f %12s %9.2fx %9.2fx\n", name.c_str(), sec, files / sec,
            FormatRate(bytes / sec).c_str(), cp / sec, rsync / sec);
   }
+  const double mount_and_stage = s["median_mount_and_stage_seconds"];
+  printf(
+      "(%s: the command from start to exit, no mount; %s: the command on a mount made just "
+      "before;\n both with %d threads)\n",
+      kOfflineRow, kMountedRow, static_cast<int>(s["stage_threads"]));
+  printf(
+      "clairfs mount (startup, lists the tree): %.3f s; mount + stage --wait: %.3f s = %.2fx vs "
+      "cp, %.2fx vs rsync\n",
+      static_cast<double>(s["median_mount_seconds"]), mount_and_stage, cp / mount_and_stage,
+      rsync / mount_and_stage);
   const auto& b = r["big"];
   printf("\nlarge files: %llu x %s from pfs-emu --bandwidth %g MB/s\n",
          static_cast<unsigned long long>(b["files"]),
          FormatBytes(static_cast<uint64_t>(b["bytes"]) / static_cast<uint64_t>(b["files"])).c_str(),
          static_cast<double>(b["bandwidth_cap_mbps"]));
   for (const auto& [name, e] : b["engines"].items()) {
-    printf("%-22s %10.3f s %12s  %5.1f%% of the cap\n", name.c_str(),
+    printf("%-24s %10.3f s %12s  %5.1f%% of the cap\n", name.c_str(),
            static_cast<double>(e["median_seconds"]),
            FormatRate(static_cast<double>(e["bytes_per_second"])).c_str(),
            100 * static_cast<double>(e["fraction_of_cap"]));
@@ -332,9 +468,10 @@ void RegisterBenchStage(CLI::App& bench) {
   auto args = std::make_shared<StageBenchArgs>();
   CLI::App* cmd = AddCommand(
       &bench, "stage",
-      "Time the staging engine (io_uring and/or thread pool) against cp -r and rsync -a of a tree "
-      "served by `clairfs pfs-emu` with an open latency, durability included; then large files "
-      "against the emulator's bandwidth cap");
+      "Time the staging engine (io_uring and/or thread pool) and the `clairfs stage` command "
+      "(--offline, and --wait on a mount) against cp -r and rsync -a of a tree served by "
+      "`clairfs pfs-emu` with an open latency, durability included; then large files against "
+      "the emulator's bandwidth cap");
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
   cmd->add_option("--files", args->files, "Small files (default 2000)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}));
@@ -348,7 +485,8 @@ void RegisterBenchStage(CLI::App& bench) {
                   "Emulator bandwidth cap for the large files, MB/s (default 400)")
       ->check(CLI::Range(1.0, 1e6));
   cmd->add_option("--stage-threads", args->stage_threads,
-                  "Files staged concurrently, as the mount's --stage-threads (default 64)")
+                  "Files staged concurrently: the engine's threads, the mount's --stage-threads "
+                  "and stage --offline's --threads (default 64)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--engine", args->engine, "uring, threads or both (default both)")
       ->check(CLI::IsMember({"uring", "threads", "both"}));

@@ -4,20 +4,23 @@
 // synthetic imagefolder dataset (--files N --sizes SPEC, as `clairfs bench make-dataset`).
 //
 // Contract: reads the backing tree (walk + one stat per file) or nothing; writes only stdout.
-// Sizes are rounded up to 4 KiB blocks, as the cache counts allocated blocks. heat (issue #6) is
-// not implemented and says so. Exit codes: 0 ok, 1 the tree could not be read, 2 bad arguments.
+// Sizes are rounded up to 4 KiB blocks, as the cache counts allocated blocks. The heat policy
+// needs Darshan logs (--heat), read and mapped onto the dataset's paths as `clairfs darshan
+// import` maps them. Exit codes: 0 ok, 1 the tree or a log could not be read, 2 bad arguments.
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "planner/cache_simulator.h"
 #include "planner/file_tree.h"
+#include "planner/heat.h"
 #include "planner/layout.h"
 #include "planner/plan.h"
 #include "planner/plan_spec.h"
@@ -43,6 +46,9 @@ struct SimulateArgs {
   std::string capacity;
   std::string policy = "all";
   uint64_t epochs = 0;
+  std::vector<std::string> heat_inputs;
+  std::string heat_strip_prefix;
+  bool stage_hot = false;
   bool json = false;
 };
 
@@ -59,6 +65,49 @@ std::vector<uint32_t> NodeOrder(const EpochOrder& order, uint32_t first_rank, ui
   return out;
 }
 
+// One policy's per-epoch results as JSON rows.
+nlohmann::json RowsJson(const std::vector<SimEpochResult>& results) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const SimEpochResult& r : results) {
+    rows.push_back({{"epoch", r.epoch},
+                    {"accesses", r.accesses},
+                    {"hits", r.hits},
+                    {"misses", r.misses},
+                    {"backing_bytes", r.backing_bytes}});
+  }
+  return rows;
+}
+
+// Reads the Darshan logs of --heat, maps their paths onto the dataset's (as `clairfs darshan
+// import` does: --strip-prefix, or the detected prefix) and fills heat per byte by file index.
+// Returns a summary for the report.
+Result<nlohmann::json> LoadSimHeat(const SimulateArgs& a, const std::vector<std::string>& paths,
+                                   SimHeat* sim_heat) {
+  std::unordered_map<std::string, uint32_t> index_of;
+  index_of.reserve(paths.size());
+  for (uint32_t i = 0; i < paths.size(); ++i) index_of.emplace(paths[i], i);
+  HeatOptions options;
+  options.backing_root = a.backing.empty() ? "/" : a.backing;  // only `exists` is consulted
+  options.strip_prefix = a.heat_strip_prefix;
+  options.exists = [&](const std::string& rel) { return index_of.count(rel) != 0; };
+  auto table = LoadHeat(a.heat_inputs, options);
+  if (!table.ok()) return table.status().WithContext("--heat");
+  sim_heat->heat_per_byte.assign(paths.size(), 0.0);
+  sim_heat->stage_hot = a.stage_hot;
+  size_t with_heat = 0;
+  for (const HeatRecord& r : table->files) {
+    auto it = index_of.find(r.path);
+    if (it == index_of.end() || !(r.heat_per_byte > 0)) continue;
+    sim_heat->heat_per_byte[it->second] = r.heat_per_byte;
+    ++with_heat;
+  }
+  return nlohmann::json{{"logs", table->logs},
+                        {"files_with_heat", with_heat},
+                        {"unmatched_paths", table->unmatched_paths},
+                        {"prefix", table->prefix},
+                        {"stage_hot", a.stage_hot}};
+}
+
 int RunSimulate(const SimulateArgs& a) {
   const std::string command = "simulate";
   if (a.backing.empty() == (a.files == 0)) {
@@ -72,7 +121,7 @@ int RunSimulate(const SimulateArgs& a) {
   bool heat = false;
   if (a.policy == "all") {
     policies = {SimPolicy::kLru, SimPolicy::kPlan, SimPolicy::kBelady};
-    heat = true;
+    heat = !a.heat_inputs.empty();
   } else if (a.policy == "lru") {
     policies = {SimPolicy::kLru};
   } else if (a.policy == "plan") {
@@ -80,6 +129,9 @@ int RunSimulate(const SimulateArgs& a) {
   } else if (a.policy == "belady") {
     policies = {SimPolicy::kBelady};
   } else if (a.policy == "heat") {
+    if (a.heat_inputs.empty()) {
+      return UsageError(command, "--policy heat needs Darshan logs: --heat LOG|DIR...");
+    }
     heat = true;
   } else {
     return UsageError(command,
@@ -94,6 +146,7 @@ int RunSimulate(const SimulateArgs& a) {
 
   // File sizes by file index, and the plan.
   std::vector<uint64_t> sizes;
+  std::vector<std::string> paths;  // by file index, relative to the dataset root
   std::unique_ptr<Plan> plan;
   FileTree* tree = PosixFileTreeInstance();
   auto stat_size = [&](const std::string& rel) -> uint64_t {
@@ -106,13 +159,19 @@ int RunSimulate(const SimulateArgs& a) {
     auto created = Plan::CreateFromList(*spec, tree);
     if (!created.ok()) return Fail(command, created.status());
     plan = std::move(*created);
-    for (const std::string& path : *plan->list_paths()) sizes.push_back(stat_size(path));
+    for (const std::string& path : *plan->list_paths()) {
+      sizes.push_back(stat_size(path));
+      paths.push_back(path);
+    }
   } else if (!a.backing.empty()) {
     auto layout_spec = ParseLayoutSpec(a.layout, a.layout_root);
     if (!layout_spec.ok()) return Fail(command, layout_spec.status());
     auto layout = BuildLayout(tree, a.backing, *layout_spec);
     if (!layout.ok()) return Fail(command, layout.status());
-    for (uint64_t i = 0; i < layout->size(); ++i) sizes.push_back(stat_size(layout->path(i)));
+    for (uint64_t i = 0; i < layout->size(); ++i) {
+      sizes.push_back(stat_size(layout->path(i)));
+      paths.push_back(layout->path(i));
+    }
     auto created = Plan::Create(*spec, layout->size());
     if (!created.ok()) return Fail(command, created.status());
     plan = std::move(*created);
@@ -129,12 +188,16 @@ int RunSimulate(const SimulateArgs& a) {
     auto files = PlanSyntheticDataset(synthetic);
     if (!files.ok()) return Fail(command, files.status());
     // Synthetic names sort in index order, so ImageFolder (and sorted) number them 0..N-1.
-    for (const SyntheticFile& f : *files) sizes.push_back(f.size);
+    for (const SyntheticFile& f : *files) {
+      sizes.push_back(f.size);
+      paths.push_back(f.relpath);
+    }
     auto created = Plan::Create(*spec, sizes.size());
     if (!created.ok()) return Fail(command, created.status());
     plan = std::move(*created);
   }
   if (sizes.size() >= UINT32_MAX) return UsageError(command, "too many files to simulate");
+  if (a.stage_hot && !heat) return UsageError(command, "--stage-hot goes with --heat");
   uint64_t dataset_bytes = 0;
   for (uint64_t& s : sizes) {
     s = (s + kBlock - 1) / kBlock * kBlock;
@@ -149,6 +212,14 @@ int RunSimulate(const SimulateArgs& a) {
     trace.accesses.push_back(NodeOrder(**order, plan->first_rank(), plan->last_rank()));
   }
 
+  SimHeat sim_heat;
+  nlohmann::json heat_report;
+  if (heat) {
+    auto loaded = LoadSimHeat(a, paths, &sim_heat);
+    if (!loaded.ok()) return Fail(command, loaded.status());
+    heat_report = *loaded;
+  }
+
   nlohmann::json out;
   out["plan"] = a.plan;
   out["capacity_bytes"] = *capacity;
@@ -157,18 +228,13 @@ int RunSimulate(const SimulateArgs& a) {
   out["ranks"] = {plan->first_rank(), plan->last_rank()};
   nlohmann::json results = nlohmann::json::object();
   for (SimPolicy policy : policies) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const SimEpochResult& r : SimulateCache(trace, sizes, *capacity, policy)) {
-      rows.push_back({{"epoch", r.epoch},
-                      {"accesses", r.accesses},
-                      {"hits", r.hits},
-                      {"misses", r.misses},
-                      {"backing_bytes", r.backing_bytes}});
-    }
-    results[SimPolicyName(policy)] = rows;
+    results[SimPolicyName(policy)] = RowsJson(SimulateCache(trace, sizes, *capacity, policy));
+  }
+  if (heat) {
+    results["heat"] = RowsJson(SimulateHeatCache(trace, sizes, *capacity, sim_heat));
+    out["heat"] = heat_report;
   }
   out["policies"] = results;
-  if (heat) out["heat"] = "not available (Darshan heat policy: issue #6)";
 
   if (a.json) {
     printf("%s\n", out.dump(2).c_str());
@@ -191,7 +257,14 @@ int RunSimulate(const SimulateArgs& a) {
              FormatBytes(r["backing_bytes"].get<uint64_t>()).c_str());
     }
   }
-  if (heat) printf("heat: not available (Darshan heat policy: issue #6)\n");
+  if (heat) {
+    const std::string prefix = heat_report["prefix"].get<std::string>();
+    printf("heat: %zu logs, %zu dataset files with heat, %zu paths not in the dataset%s%s\n",
+           heat_report["logs"].get<size_t>(), heat_report["files_with_heat"].get<size_t>(),
+           heat_report["unmatched_paths"].get<size_t>(),
+           prefix.empty() ? "" : (", prefix " + prefix).c_str(),
+           a.stage_hot ? "; stage --hot --fit before the first epoch (in its backing bytes)" : "");
+  }
   printf(
       "plan assumes staging keeps up with the reader (its misses are a lower bound); belady is "
       "demand-paging MIN without prefetch\n");
@@ -206,10 +279,14 @@ void RegisterSimulate(CLI::App& app) {
       &app, "simulate",
       "Replay an access plan against a cache of a given capacity, without mounting: per-epoch "
       "hits, misses and backing-store bytes for lru (read-through), plan (prefetch + evict by "
-      "next planned use) and belady (demand-paging MIN, the reference).\n\n"
+      "next planned use), belady (demand-paging MIN, the reference) and, given Darshan logs of "
+      "earlier runs (--heat), heat (the mount's policy without a plan: keep the hottest files "
+      "per byte).\n\n"
       "Example:\n"
       "  clairfs simulate --files 100000 --sizes imagenet \\\n"
-      "      --plan torch-distributed:seed=42,world=8 --capacity 5G --epochs 3");
+      "      --plan torch-distributed:seed=42,world=8 --capacity 5G --epochs 3\n"
+      "  clairfs simulate --backing /lustre/imagenet --plan torch-distributed:seed=42,world=8 \\\n"
+      "      --capacity 800G --heat /lustre/darshan-logs/2026/11 --stage-hot");
   cmd->add_option("--backing", a->backing, "Backing root of the dataset")->type_name("DIR");
   cmd->add_option("--files", a->files, "Synthetic imagefolder dataset of N files")->type_name("N");
   cmd->add_option("--sizes", a->sizes,
@@ -231,6 +308,16 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--epochs", a->epochs,
                   "Epochs to replay from start_epoch (default: the plan's, else 3)")
       ->type_name("E");
+  cmd->add_option("--heat", a->heat_inputs,
+                  "Darshan logs of earlier runs, or directories of *.darshan files, for the heat "
+                  "policy (included in --policy all when given)")
+      ->type_name("LOG|DIR");
+  cmd->add_option("--strip-prefix", a->heat_strip_prefix,
+                  "With --heat: the PFS prefix of the logs' paths above the dataset root "
+                  "(default: detected)")
+      ->type_name("PREFIX");
+  cmd->add_flag("--stage-hot", a->stage_hot,
+                "With --heat: run `clairfs stage --hot --fit` before the first epoch");
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([a] { SetExitCode(RunSimulate(*a)); });
 }

@@ -1,0 +1,354 @@
+// Tests of PlanRuntime's prefetch decisions, one pass at a time (RunPass, no thread): a real plan
+// tracker, manifest, content store and plan policy over a small dataset; a fake staging queue that
+// records what the prefetcher queues and withdraws, and a fake clock for the reader's pace.
+#include "fs/plan_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cache/cache_dir.h"
+#include "cache/index_db.h"
+#include "tests/test_util.h"
+
+namespace clairfs {
+namespace {
+
+using testing::TempDir;
+
+constexpr uint64_t kBlock = 4096;
+
+// A file's size in whole blocks: what it takes on ext4 and tmpfs (docs/CACHE.md), computed here
+// rather than taken from the store, whose reservation is under test.
+uint64_t Blocks(uint64_t size) { return (size + kBlock - 1) / kBlock * kBlock; }
+
+// Records the prefetcher's requests; "copies" happen only when the test completes one.
+class FakeQueue : public StagingQueue {
+ public:
+  bool Prefetch(const std::string& path, const FileIdentity&, StagePriority priority) override {
+    if (!queued.insert(path).second) return false;
+    requests.emplace_back(path, priority);
+    return true;
+  }
+  bool CancelUnwaited(const std::string& path) override {
+    if (queued.erase(path) == 0) return false;
+    cancelled.push_back(path);
+    return true;
+  }
+  StagerStats stats() override {
+    StagerStats s;
+    s.queued = queued.size();
+    s.in_flight = in_flight;
+    s.files_staged = files_staged;
+    return s;
+  }
+
+  std::set<std::string> queued;  // requested and neither completed nor withdrawn
+  std::vector<std::pair<std::string, StagePriority>> requests;
+  std::vector<std::string> cancelled;
+  uint64_t in_flight = 0;
+  uint64_t files_staged = 0;
+};
+
+// The default Env with a monotonic clock the test moves.
+class FakeClockEnv : public EnvWrapper {
+ public:
+  FakeClockEnv() : EnvWrapper(Env::Default()) {}
+  uint64_t NowMonotonicNanos() override { return now_ns.load(); }
+  void AdvanceMs(uint64_t ms) { now_ns += ms * 1000000; }
+  std::atomic<uint64_t> now_ns{1000000000};
+};
+
+class PlanRuntimeTest : public ::testing::Test {
+ protected:
+  // Writes a dataset of `sizes.size()` files (cls_<i%3>/img_<i>.jpg), lists it into a manifest and
+  // sets order_ to epoch 0 of `spec` in plan order.
+  void MakeDataset(const std::vector<uint64_t>& sizes, const std::string& spec) {
+    spec_ = spec;
+    backing_ = dir_ / "backing";
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      char name[64];
+      snprintf(name, sizeof(name), "cls_%zu/img_%05zu.jpg", i % 3, i);
+      testing::WriteFile(backing_ + "/" + name, testing::RandomBytes(sizes[i], i));
+    }
+    auto cache = CacheDir::Acquire(dir_ / "cache", Env::Default());
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    cache_dir_ = std::move(*cache);
+    auto index = IndexDb::Open(cache_dir_->index_dir());
+    ASSERT_TRUE(index.ok()) << index.status().message();
+    index_ = std::move(*index);
+    manifest_ = std::make_unique<Manifest>(index_.get());
+    ASSERT_TRUE(manifest_->Rescan(backing_, 1, Env::Default()).ok());
+    PlanTrackerConfig config;
+    config.spec = spec;
+    config.backing_root = backing_;
+    auto tracker = PlanTracker::Create(config);
+    ASSERT_TRUE(tracker.ok()) << tracker.status().message();
+    for (const PlannedFile& p : (*tracker)->Upcoming(sizes.size())) {
+      order_.push_back((*tracker)->PathOf(p.file));
+    }
+    ASSERT_EQ(order_.size(), sizes.size());
+  }
+
+  // Opens a store of `capacity` bytes evicting by the plan and a runtime with the plan set
+  // (`window` positions of reordering).
+  void Start(uint64_t capacity, uint64_t window = 16) {
+    auto policy = std::make_unique<PlanPolicy>();
+    policy_ = policy.get();
+    auto store = ContentStore::Open(cache_dir_.get(), index_.get(), Env::Default(),
+                                    ContentStoreOptions{capacity, 0}, std::move(policy));
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    PlanRuntimeDeps deps;
+    deps.store = store_.get();
+    deps.stager = &queue_;
+    deps.manifest = manifest_.get();
+    deps.policy = policy_;
+    deps.backing_root = backing_;
+    deps.env = &clock_;
+    deps.on_plan_active = [this](bool active) { active_calls_.push_back(active); };
+    runtime_ = std::make_unique<PlanRuntime>(deps);
+    PlanTrackerConfig config;
+    config.spec = spec_;
+    config.window = window;
+    ASSERT_TRUE(runtime_->Set(config).ok());
+    tracker_ = runtime_->tracker();
+  }
+
+  void MakeDatasetAndStart(const std::vector<uint64_t>& sizes, const std::string& spec,
+                           uint64_t capacity, uint64_t window = 16) {
+    MakeDataset(sizes, spec);
+    Start(capacity, window);
+  }
+
+  void TearDown() override {
+    runtime_.reset();
+    tracker_.reset();
+    store_.reset();
+    manifest_.reset();
+    index_.reset();
+    cache_dir_.reset();
+  }
+
+  uint64_t SizeOf(const std::string& path) {
+    auto node = manifest_->GetByPath(path);
+    EXPECT_TRUE(node.ok() && node->has_value()) << path;
+    return (*node)->attr.size;
+  }
+
+  // The copy of `path` finishes: it is published in the store (evicting as the policy says).
+  Status Complete(const std::string& path) {
+    auto node = manifest_->GetByPath(path);
+    if (!node.ok() || !node->has_value()) return Status::Error(ENOENT, path);
+    const FileIdentity identity = (*node)->attr.identity();
+    queue_.queued.erase(path);
+    auto slot = store_->BeginStaging(path, identity.size);
+    if (!slot.ok()) return slot.status();
+    const std::string data = testing::ReadFile(backing_ + "/" + path);
+    Status st = Env::Default()->PwriteAll(slot->fd, data.data(), data.size(), 0);
+    if (!st.ok()) {
+      store_->Abort(&*slot);
+      return st;
+    }
+    st = store_->Commit(&*slot, identity);
+    if (st.ok()) ++queue_.files_staged;
+    return st;
+  }
+
+  // What the FUSE open does: tell the plan, then look the copy up (a use for eviction).
+  void ReaderOpens(const std::string& path) {
+    runtime_->OnOpen(path);
+    store_->Find(path);
+  }
+
+  std::vector<std::string> Requested() const {
+    std::vector<std::string> out;
+    for (const auto& [path, priority] : queue_.requests) out.push_back(path);
+    return out;
+  }
+
+  TempDir dir_;
+  std::string backing_;
+  std::unique_ptr<CacheDir> cache_dir_;
+  std::unique_ptr<IndexDb> index_;
+  std::unique_ptr<Manifest> manifest_;
+  PlanPolicy* policy_ = nullptr;
+  std::unique_ptr<ContentStore> store_;
+  FakeQueue queue_;
+  FakeClockEnv clock_;
+  std::vector<bool> active_calls_;
+  std::unique_ptr<PlanRuntime> runtime_;
+  std::shared_ptr<PlanTracker> tracker_;
+  std::string spec_;
+  std::vector<std::string> order_;  // epoch 0 in plan order
+};
+
+// Sizes of 1 byte to 3 blocks, few of them multiples of a block.
+std::vector<uint64_t> UnalignedSizes(size_t n) {
+  std::vector<uint64_t> sizes;
+  for (size_t i = 0; i < n; ++i) sizes.push_back(1 + (i * 2749) % (3 * kBlock));
+  return sizes;
+}
+
+// Sizes of 0 to 3 blocks: empty files, exact multiples of a block, and others.
+std::vector<uint64_t> MixedSizes(size_t n) {
+  std::vector<uint64_t> sizes;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 8 == 0) {
+      sizes.push_back(0);
+    } else if (i % 8 == 1) {
+      sizes.push_back(kBlock * (1 + i % 3));
+    } else {
+      sizes.push_back(1 + (i * 2749) % (3 * kBlock));
+    }
+  }
+  return sizes;
+}
+
+TEST_F(PlanRuntimeTest, ACacheOfTheDatasetsBlocksIsFilledInPlanOrder) {
+  const std::vector<uint64_t> sizes = MixedSizes(48);
+  uint64_t capacity = 0;
+  for (uint64_t s : sizes) capacity += Blocks(s);
+  MakeDatasetAndStart(sizes, "torch-distributed:seed=7,world=1", capacity);
+  runtime_->RunPass();
+  // Every file, in plan order, the nearest quarter first.
+  EXPECT_EQ(Requested(), order_);
+  for (size_t i = 0; i < queue_.requests.size(); ++i) {
+    EXPECT_EQ(queue_.requests[i].second,
+              i < order_.size() / 4 ? StagePriority::kHigh : StagePriority::kNormal)
+        << i;
+  }
+  // All of them fit: the last one evicts nothing.
+  for (const std::string& path : order_) ASSERT_TRUE(Complete(path).ok()) << path;
+  EXPECT_EQ(store_->stats().evictions, 0u);
+  EXPECT_EQ(store_->stats().files, order_.size());
+  EXPECT_LE(store_->stats().used_bytes, capacity);
+  // Nothing left to do: a further pass queues and withdraws nothing.
+  runtime_->RunPass();
+  EXPECT_EQ(queue_.requests.size(), order_.size());
+  EXPECT_TRUE(queue_.cancelled.empty());
+  EXPECT_EQ(tracker_->StatusJson()["lead_files"], order_.size());
+}
+
+TEST_F(PlanRuntimeTest, StagesAheadInPlanOrderWithinTheCapacity) {
+  MakeDataset(UnalignedSizes(48), "torch-distributed:seed=8,world=1");
+  // Room for the first 10 files in plan order, one byte short of the 11th.
+  uint64_t capacity = 0;
+  for (size_t i = 0; i < 10; ++i) capacity += Blocks(SizeOf(order_[i]));
+  const uint64_t eleventh = Blocks(SizeOf(order_[10]));
+  ASSERT_GT(eleventh, 0u);
+  Start(capacity + eleventh - 1);
+  runtime_->RunPass();
+  EXPECT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 10));
+}
+
+TEST_F(PlanRuntimeTest, EvictsTheFarthestNextUseAndNothingInsideTheWindow) {
+  // 64 files of one block; room for 16.
+  MakeDatasetAndStart(std::vector<uint64_t>(64, kBlock), "torch-distributed:seed=9,world=1",
+                      16 * kBlock);
+  runtime_->RunPass();
+  ASSERT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 16));
+  for (const std::string& path : Requested()) ASSERT_TRUE(Complete(path).ok());
+  // The reader is at position 15: the next file to stage is order_[16], which needs room.
+  for (size_t i = 0; i < 15; ++i) ReaderOpens(order_[i]);
+  runtime_->RunPass();
+  ASSERT_EQ(queue_.queued, std::set<std::string>{order_[16]});
+  // The expected victim: the cached file whose next planned use is farthest.
+  std::string farthest;
+  uint64_t farthest_use = 0;
+  for (size_t i = 0; i < 16; ++i) {
+    const uint64_t use = tracker_->NextUse(order_[i]);
+    if (use >= farthest_use) {
+      farthest_use = use;
+      farthest = order_[i];
+    }
+  }
+  ASSERT_GT(farthest_use, tracker_->ProtectUntil());
+  ASSERT_TRUE(Complete(order_[16]).ok());
+  EXPECT_EQ(store_->stats().evictions, 1u);
+  EXPECT_FALSE(store_->Contains(farthest)) << farthest;
+  // order_[15], needed next, is inside the window.
+  EXPECT_TRUE(store_->Contains(order_[15]));
+  EXPECT_TRUE(store_->Contains(order_[16]));
+}
+
+TEST_F(PlanRuntimeTest, WithdrawsRequestsTheReaderOvertook) {
+  // Room for half the dataset, so that the next epoch's uses are out of reach.
+  MakeDatasetAndStart(std::vector<uint64_t>(64, kBlock), "torch-distributed:seed=10,world=1",
+                      32 * kBlock);
+  runtime_->RunPass();
+  ASSERT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 32));
+  for (size_t i = 0; i < 10; ++i) ReaderOpens(order_[i]);
+  runtime_->RunPass();
+  EXPECT_EQ(std::set<std::string>(queue_.cancelled.begin(), queue_.cancelled.end()),
+            std::set<std::string>(order_.begin(), order_.begin() + 10));
+  EXPECT_EQ(queue_.cancelled.size(), 10u);
+  EXPECT_EQ(queue_.queued, std::set<std::string>(order_.begin() + 10, order_.begin() + 42));
+  EXPECT_EQ(queue_.requests.size(), 42u);  // nothing asked twice
+}
+
+TEST_F(PlanRuntimeTest, LeavesToTheReaderTheFilesItReachesBeforeACopyFinishes) {
+  MakeDatasetAndStart(std::vector<uint64_t>(64, kBlock), "torch-distributed:seed=11,world=1",
+                      32 * kBlock);
+  runtime_->RunPass();  // starts measuring
+  ASSERT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 32));
+  EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 0u);
+  // In 125 ms the reader opens 16 files (128 per second) while 4 copies are in flight and 16
+  // finish: a copy takes 4 / 128 s, so 2 x 128 x 4/128 = 8 positions are left to the reader.
+  queue_.in_flight = 4;
+  for (size_t i = 0; i < 16; ++i) ReaderOpens(order_[i]);
+  queue_.files_staged += 16;
+  clock_.AdvanceMs(125);
+  runtime_->RunPass();
+  EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 8u);
+  // Positions 16..23 are the reader's: their waiting requests are withdrawn, the rest stay.
+  std::set<std::string> withdrawn(queue_.cancelled.begin(), queue_.cancelled.end());
+  EXPECT_EQ(withdrawn, std::set<std::string>(order_.begin(), order_.begin() + 24));
+  EXPECT_EQ(queue_.queued, std::set<std::string>(order_.begin() + 24, order_.begin() + 48));
+  // An interval in which nothing was in flight or copied halves the copy-time estimate (the
+  // reader's pace stays 128 per second), so the reader is left 4 positions and the prefetcher
+  // asks again for the files beyond them.
+  queue_.in_flight = 0;
+  for (size_t i = 16; i < 32; ++i) ReaderOpens(order_[i]);
+  clock_.AdvanceMs(125);
+  runtime_->RunPass();
+  EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 4u);
+  EXPECT_EQ(queue_.queued, std::set<std::string>(order_.begin() + 36, order_.end()));
+}
+
+TEST_F(PlanRuntimeTest, AMismatchedReaderGetsThePlanDroppedAndItsRequestsWithdrawn) {
+  MakeDatasetAndStart(std::vector<uint64_t>(64, kBlock), "torch-distributed:seed=12,world=1",
+                      64 * kBlock, /*window=*/8);
+  runtime_->RunPass();
+  ASSERT_EQ(Requested(), order_);
+  ASSERT_TRUE(Complete(order_[60]).ok());
+  ASSERT_TRUE(Complete(order_[61]).ok());
+  // The reader goes backwards through the dataset: nothing it opens is in its window.
+  for (size_t i = order_.size(); i-- > 0 && !tracker_->dropped();) ReaderOpens(order_[i]);
+  ASSERT_TRUE(tracker_->dropped());
+  // Until the prefetcher handles the drop, cached files keep their plan keys.
+  ASSERT_NE(policy_->KeyOf(order_[60]), std::optional<uint64_t>(UINT64_MAX));
+  EXPECT_FALSE(runtime_->Active());
+  const size_t requested = queue_.requests.size();
+  runtime_->RunPass();
+  // Every request still waiting is withdrawn, eviction is plain LRU again, heat is told.
+  EXPECT_TRUE(queue_.queued.empty());
+  EXPECT_EQ(queue_.cancelled.size(), requested - 2);
+  EXPECT_EQ(policy_->KeyOf(order_[60]), std::optional<uint64_t>(UINT64_MAX));
+  EXPECT_EQ(policy_->KeyOf(order_[61]), std::optional<uint64_t>(UINT64_MAX));
+  EXPECT_EQ(active_calls_, (std::vector<bool>{true, false}));
+  // The prefetcher has stopped.
+  clock_.AdvanceMs(100);
+  runtime_->RunPass();
+  EXPECT_EQ(queue_.requests.size(), requested);
+  EXPECT_EQ(active_calls_.size(), 2u);
+}
+
+}  // namespace
+}  // namespace clairfs
