@@ -139,6 +139,7 @@ struct Daemon {
   std::unique_ptr<Stager> stager;
   std::unique_ptr<FileSystem> fs;
   PassthroughState passthrough;       // written by the adapter, read by status
+  FuseTransportState transport;       // written by the adapter, read by status
   PlanPolicy* plan_policy = nullptr;  // owned by store; set when mounted with --plan
   HeatPolicy* heat_policy = nullptr;  // owned by store; set when mounted without --plan
   std::unique_ptr<PlanRuntime> plan;
@@ -161,7 +162,8 @@ StatusSources StatusSourcesOf(Daemon* d) {
                         d->started,
                         &d->passthrough,
                         {},
-                        d->heat.get()};
+                        d->heat.get(),
+                        &d->transport};
   PlanRuntime* plan_runtime = d->plan.get();
   sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
   return sources;
@@ -304,6 +306,10 @@ Status StartDaemon(Daemon* d) {
                                                                   : PassthroughMode::kAuto;
   adapter_options.passthrough_probe_dir = d->paths.cache;
   adapter_options.passthrough_state = &d->passthrough;
+  adapter_options.fuse_uring = d->options.fuse_uring == "on"    ? FuseUringMode::kOn
+                               : d->options.fuse_uring == "off" ? FuseUringMode::kOff
+                                                                : FuseUringMode::kAuto;
+  adapter_options.transport_state = &d->transport;
   auto adapter = FuseAdapter::Create(d->fs.get(), adapter_options);
   if (!adapter.ok()) return adapter.status();
   d->adapter = std::move(*adapter);

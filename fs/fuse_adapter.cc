@@ -2,8 +2,13 @@
 #include "fs/fuse_adapter.h"
 
 #include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -37,8 +42,8 @@ void FillEntry(fuse_req_t req, const NodeAttr& attr, struct fuse_entry_param* e)
 
 void OnInit(void* userdata, struct fuse_conn_info* conn) {
   auto* adapter = static_cast<FuseAdapter*>(userdata);
-  // With the passthrough hooks installed, requests must be read through them, not spliced.
-  if (adapter->options().read_mode == ReadMode::kSplice && adapter->passthrough() == nullptr &&
+  // With the custom io hooks installed, requests must be read through them, not spliced.
+  if (adapter->options().read_mode == ReadMode::kSplice && !adapter->custom_io() &&
       (conn->capable & FUSE_CAP_SPLICE_READ)) {
     conn->want |= FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE;
   } else {
@@ -289,12 +294,28 @@ void OnCopyFileRange(fuse_req_t req, fuse_ino_t, off_t, struct fuse_file_info*, 
   Erofs(req);
 }
 
-// Custom io trampolines: installed only together with the adapter's KernelPassthrough.
+// Custom io trampolines: installed when passthrough or the io_uring transport may be used.
 ssize_t IoWritev(int fd, struct iovec* iov, int count, void* userdata) {
-  return static_cast<FuseAdapter*>(userdata)->passthrough()->HookWritev(fd, iov, count);
+  auto* adapter = static_cast<FuseAdapter*>(userdata);
+  KernelPassthrough* passthrough = adapter->passthrough();
+  FuseUringTransport* uring = adapter->uring();
+  const bool was_init = passthrough != nullptr && passthrough->PatchReply(iov, count);
+  if (uring != nullptr) uring->PatchInitReply(iov, count);
+  ssize_t n;
+  if (!FuseUringTransport::TryReply(iov, count, &n)) n = ::writev(fd, iov, count);
+  const int saved = errno;
+  if (passthrough != nullptr) passthrough->AfterReply(was_init, n, saved);
+  errno = saved;
+  return n;
 }
 ssize_t IoRead(int fd, void* buf, size_t len, void* userdata) {
-  return static_cast<FuseAdapter*>(userdata)->passthrough()->HookRead(fd, buf, len);
+  auto* adapter = static_cast<FuseAdapter*>(userdata);
+  ssize_t n = adapter->passthrough() != nullptr ? adapter->passthrough()->HookRead(fd, buf, len)
+                                                : ::read(fd, buf, len);
+  const int saved = errno;
+  if (adapter->uring() != nullptr) adapter->uring()->NoteDevRequest(buf, n);
+  errno = saved;
+  return n;
 }
 
 struct fuse_lowlevel_ops MakeOps() {
@@ -357,6 +378,8 @@ FuseAdapter::~FuseAdapter() {
   if (session_ != nullptr) {
     if (signals_installed_) fuse_remove_signal_handlers(session_);
     Unmount();
+    // Unmounting ended the ring threads' commands; they use the session until joined.
+    if (uring_ != nullptr) uring_->Stop();
     fuse_session_destroy(session_);
   }
 }
@@ -367,37 +390,49 @@ Status FuseAdapter::Mount(const std::string& mountpoint) {
                                   " (see the fuse message above; is /dev/fuse available?)");
   }
   mounted_ = true;
-  if (options_.passthrough == PassthroughMode::kOff) {
-    if (options_.passthrough_state != nullptr) {
-      options_.passthrough_state->Set(false, "disabled (--passthrough off)");
-    }
-    return Status::Ok();
-  }
-  return SetUpPassthrough();
+  return SetUpHooks();
 }
 
-Status FuseAdapter::SetUpPassthrough() {
-  PassthroughState* state =
+Status FuseAdapter::SetUpHooks() {
+  PassthroughState* pt_state =
       options_.passthrough_state != nullptr ? options_.passthrough_state : &own_passthrough_state_;
-  const bool required = options_.passthrough == PassthroughMode::kOn;
-  if (!HaveCapSysAdmin()) {
-    state->Set(false, "the daemon lacks CAP_SYS_ADMIN, which the kernel requires");
-    if (required) return Status::Error(EPERM, "--passthrough on: " + state->reason());
-    Log(LogLevel::kInfo, "passthrough: off (%s)", state->reason().c_str());
-    return Status::Ok();
-  }
+  FuseTransportState* tr_state =
+      options_.transport_state != nullptr ? options_.transport_state : &own_transport_state_;
+  const bool pt_required = options_.passthrough == PassthroughMode::kOn;
   const int fuse_fd = fuse_session_fd(session_);
-  passthrough_ = std::make_unique<KernelPassthrough>(options_.passthrough_probe_dir, state);
-  passthrough_->set_fuse_fd(fuse_fd);
+  if (options_.passthrough == PassthroughMode::kOff) {
+    pt_state->Set(false, "disabled (--passthrough off)");
+  } else if (!HaveCapSysAdmin()) {
+    pt_state->Set(false, "the daemon lacks CAP_SYS_ADMIN, which the kernel requires");
+    if (pt_required) return Status::Error(EPERM, "--passthrough on: " + pt_state->reason());
+    Log(LogLevel::kInfo, "passthrough: off (%s)", pt_state->reason().c_str());
+  } else {
+    passthrough_ = std::make_unique<KernelPassthrough>(options_.passthrough_probe_dir, pt_state);
+    passthrough_->set_fuse_fd(fuse_fd);
+  }
+  if (options_.fuse_uring == FuseUringMode::kOff) {
+    tr_state->Set(false, "disabled (--fuse-uring off)", 0, 0);
+  } else {
+    uring_ = std::make_unique<FuseUringTransport>(options_.fuse_uring, tr_state);
+  }
+  if (passthrough_ == nullptr && uring_ == nullptr) return Status::Ok();
+
   static const struct fuse_custom_io io = {IoWritev, IoRead, nullptr, nullptr};
   if (fuse_session_custom_io(session_, &io, fuse_fd) != 0) {
     passthrough_.reset();
-    state->Set(false, "libfuse refused the custom io hooks");
-    if (required) return Status::Error(EIO, "--passthrough on: " + state->reason());
+    uring_.reset();
+    pt_state->Set(false, "libfuse refused the custom io hooks");
+    tr_state->Set(false, "libfuse refused the custom io hooks", 0, 0);
+    if (pt_required) return Status::Error(EIO, "--passthrough on: " + pt_state->reason());
+    if (options_.fuse_uring == FuseUringMode::kOn) {
+      return Status::Error(EIO, "--fuse-uring on: " + tr_state->reason());
+    }
     return Status::Ok();
   }
-  // Serve INIT (the kernel's first request) here: the hooks negotiate passthrough and probe it,
-  // so the mount can fail (on) or report the reason (auto) before it reports ready.
+  custom_io_ = true;
+  // Serve INIT (the kernel's first request) here: the hooks negotiate passthrough and the ring
+  // and probe passthrough, so the mount can fail (on) or report the reason (auto) before it
+  // reports ready.
   struct fuse_buf buf;
   std::memset(&buf, 0, sizeof(buf));
   int rc = fuse_session_receive_buf(session_, &buf);
@@ -407,11 +442,35 @@ Status FuseAdapter::SetUpPassthrough() {
   }
   fuse_session_process_buf(session_, &buf);
   free(buf.mem);
-  if (required && !passthrough_->active()) {
-    return Status::Error(EPERM, "--passthrough on: " + state->reason());
+  if (passthrough_ != nullptr) {
+    if (pt_required && !passthrough_->active()) {
+      return Status::Error(EPERM, "--passthrough on: " + pt_state->reason());
+    }
+    if (passthrough_->active()) fs_->set_held_copies(passthrough_.get());
   }
-  if (passthrough_->active()) fs_->set_held_copies(passthrough_.get());
+  if (uring_ != nullptr) {
+    // The kernel holds new requests until every queue has registered an entry.
+    Status st = uring_->Start(
+        fuse_fd, [this](char* request, size_t len) { ProcessRingRequest(request, len); },
+        std::max(1, options_.uring_threads_per_queue));
+    if (!st.ok()) {
+      if (options_.fuse_uring == FuseUringMode::kOn) return st.WithContext("--fuse-uring on");
+      Log(LogLevel::kInfo, "fuse transport: /dev/fuse (%s)", tr_state->reason().c_str());
+    }
+  }
   return Status::Ok();
+}
+
+void FuseAdapter::ProcessRingRequest(char* request, size_t len) {
+  struct fuse_in_header in;
+  std::memcpy(&in, request, sizeof(in));
+  // Passthrough's OPEN reply patch keys on the request this thread serves.
+  KernelPassthrough::NoteRequest(in.unique, in.nodeid, in.opcode);
+  struct fuse_buf buf;
+  std::memset(&buf, 0, sizeof(buf));
+  buf.mem = request;
+  buf.size = len;
+  fuse_session_process_buf(session_, &buf);
 }
 
 Status FuseAdapter::InstallSignalHandlers() {

@@ -9,12 +9,18 @@
 // Lifetime: Create() makes the session; Mount() attaches it; Loop() serves until the filesystem
 // is unmounted or Exit() is called (from a signal handler or another thread); the destructor
 // unmounts if still mounted. InvalidateInode may be called from any thread while Loop() runs.
+//
+// libfuse's custom io hooks are installed when passthrough or the io_uring transport may be used;
+// then Mount() serves INIT itself (the hooks negotiate both), starts the ring threads if the
+// ring was accepted, and the writev hook routes each reply: to the ring entry of the request
+// when the replying thread serves one, else to /dev/fuse.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "fs/filesystem.h"
+#include "fs/fuse_uring_transport.h"
 #include "fs/passthrough.h"
 #include "planner/status.h"
 
@@ -34,6 +40,11 @@ struct FuseAdapterOptions {
   PassthroughMode passthrough = PassthroughMode::kOff;
   std::string passthrough_probe_dir;              // on the staged copies' filesystem
   PassthroughState* passthrough_state = nullptr;  // reported by status; may be null
+  // FUSE over io_uring (docs/FUSE-URING.md): auto uses it when the kernel offers it at INIT
+  // (enable_uring=Y), on fails the mount without it, off never asks.
+  FuseUringMode fuse_uring = FuseUringMode::kOff;
+  int uring_threads_per_queue = 2;
+  FuseTransportState* transport_state = nullptr;  // reported by status; may be null
 };
 
 class FuseAdapter final : public KernelNotifier {
@@ -59,11 +70,17 @@ class FuseAdapter final : public KernelNotifier {
   const FuseAdapterOptions& options() const { return options_; }
   // Null unless the passthrough hooks are installed.
   KernelPassthrough* passthrough() const { return passthrough_.get(); }
+  // Null unless the io_uring transport may be negotiated.
+  FuseUringTransport* uring() const { return uring_.get(); }
+  // Whether requests are read through the custom io hooks (then libfuse cannot splice).
+  bool custom_io() const { return custom_io_; }
 
  private:
   FuseAdapter(FileSystem* fs, const FuseAdapterOptions& options) : fs_(fs), options_(options) {}
   // After mounting: installs the hooks and serves INIT (see the header comment).
-  Status SetUpPassthrough();
+  Status SetUpHooks();
+  // Serves one request in /dev/fuse layout (a ring thread's Dispatch).
+  void ProcessRingRequest(char* request, size_t len);
   FileSystem* fs_;
   FuseAdapterOptions options_;
   struct fuse_session* session_ = nullptr;
@@ -71,6 +88,9 @@ class FuseAdapter final : public KernelNotifier {
   bool signals_installed_ = false;
   PassthroughState own_passthrough_state_;  // used when options_.passthrough_state is null
   std::unique_ptr<KernelPassthrough> passthrough_;
+  FuseTransportState own_transport_state_;  // used when options_.transport_state is null
+  std::unique_ptr<FuseUringTransport> uring_;
+  bool custom_io_ = false;
 };
 
 }  // namespace clairfs

@@ -101,6 +101,11 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
       return Status::Invalid("option passthrough=" + value + ": expected auto, on or off");
     }
     o->passthrough = value;
+  } else if (k == "fuse_uring") {
+    if (value != "auto" && value != "on" && value != "off") {
+      return Status::Invalid("option fuse_uring=" + value + ": expected auto, on or off");
+    }
+    o->fuse_uring = value;
   } else if (k == "log_file") {
     if (!has_value || value.empty()) return need_value();
     o->log_file = value;

@@ -37,6 +37,7 @@ struct MountOptions {
   int scan_threads = 8;
   std::string read_mode = "pread";   // how staged bytes reach /dev/fuse: pread or splice
   std::string passthrough = "auto";  // kernel FUSE passthrough: auto, on or off
+  std::string fuse_uring = "auto";   // FUSE over io_uring: auto, on or off (docs/FUSE-URING.md)
   std::string log_file;              // daemon log after startup (default: stderr)
   std::string metrics_file;  // Prometheus text file rewritten every few seconds (empty = none)
   std::vector<std::string> fuse_options;  // passed to the kernel as -o

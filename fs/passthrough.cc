@@ -150,7 +150,13 @@ void KernelPassthrough::PatchInitReply(struct iovec* iov, int count) {
   init_patched_.store(true);
 }
 
-ssize_t KernelPassthrough::HookWritev(int fd, struct iovec* iov, int count) {
+void KernelPassthrough::NoteRequest(uint64_t unique, uint64_t nodeid, uint32_t opcode) {
+  tl_request_unique = unique;
+  tl_request_nodeid = nodeid;
+  tl_request_opcode = opcode;
+}
+
+bool KernelPassthrough::PatchReply(struct iovec* iov, int count) {
   bool was_init = false;
   if (count >= 1 && iov[0].iov_len >= sizeof(struct fuse_out_header)) {
     auto* out = static_cast<struct fuse_out_header*>(iov[0].iov_base);
@@ -170,23 +176,22 @@ ssize_t KernelPassthrough::HookWritev(int fd, struct iovec* iov, int count) {
       }
     }
   }
-  ssize_t n = ::writev(fd, iov, count);
-  int saved = errno;
-  // The kernel applies the INIT reply while this write runs, so the probe below sees its result.
-  if (was_init) {
-    if (n < 0) {
-      state_->Set(false, std::string("INIT reply failed: ") + strerror(saved));
-    } else if (!kernel_offers_.load()) {
-      state_->Set(false,
-                  "the kernel does not offer FUSE_PASSTHROUGH (needs Linux >= 6.9 with "
-                  "CONFIG_FUSE_PASSTHROUGH)");
-      Log(LogLevel::kInfo, "passthrough: off (%s)", state_->reason().c_str());
-    } else {
-      ProbeAfterInit();
-    }
+  return was_init;
+}
+
+void KernelPassthrough::AfterReply(bool was_init, ssize_t written, int error) {
+  // The kernel applies the INIT reply while it is written, so the probe below sees its result.
+  if (!was_init) return;
+  if (written < 0) {
+    state_->Set(false, std::string("INIT reply failed: ") + strerror(error));
+  } else if (!kernel_offers_.load()) {
+    state_->Set(false,
+                "the kernel does not offer FUSE_PASSTHROUGH (needs Linux >= 6.9 with "
+                "CONFIG_FUSE_PASSTHROUGH)");
+    Log(LogLevel::kInfo, "passthrough: off (%s)", state_->reason().c_str());
+  } else {
+    ProbeAfterInit();
   }
-  errno = saved;
-  return n;
 }
 
 void KernelPassthrough::ProbeAfterInit() {

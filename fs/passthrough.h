@@ -93,9 +93,14 @@ class KernelPassthrough final : public HeldCopies {
   // True once INIT negotiated passthrough and the probe registered a backing file.
   bool active() const { return active_.load(std::memory_order_acquire); }
 
-  // The hooks (called from FuseAdapter's C trampolines).
+  // The hooks (called from FuseAdapter's C trampolines). HookRead reads one request and notes
+  // it; a reply is PatchReply (INIT and armed OPEN replies; returns true for INIT), then the
+  // write (to /dev/fuse or a ring entry), then AfterReply with its result (probes after INIT).
   ssize_t HookRead(int fd, void* buf, size_t len);
-  ssize_t HookWritev(int fd, struct iovec* iov, int count);
+  bool PatchReply(struct iovec* iov, int count);
+  void AfterReply(bool was_init, ssize_t written, int error);
+  // Notes the request this thread serves when it did not come through HookRead (a ring request).
+  static void NoteRequest(uint64_t unique, uint64_t nodeid, uint32_t opcode);
 
   // Called by OnOpen once the core has opened the file, before replying. `fd` is the open data
   // file, `from_cache` whether it is a staged copy, `identity` the backing file's version.

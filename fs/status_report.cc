@@ -74,6 +74,17 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"note",
        "the kernel reads passthrough files without the daemon: their reads are not counted, "
        "and bytes_from_cache is estimated as the whole file at each passthrough open"}};
+  const bool uring_on = s.transport != nullptr && s.transport->uring();
+  j["fuse_transport"] = {
+      {"state", uring_on ? "io_uring" : "dev_fuse"},
+      {"reason", s.transport != nullptr ? s.transport->reason() : "not available"},
+      {"queues", s.transport != nullptr ? s.transport->queues() : 0},
+      {"threads_per_queue", s.transport != nullptr ? s.transport->threads_per_queue() : 0},
+      {"ring_requests", s.transport != nullptr ? s.transport->ring_requests() : 0},
+      {"ring_unanswered", s.transport != nullptr ? s.transport->ring_unanswered() : 0},
+      {"note",
+       "FORGET, INTERRUPT and notifications always use /dev/fuse; ring_requests counts the "
+       "requests that arrived over io_uring"}};
   j["plan"] = s.plan ? s.plan() : nlohmann::json(nullptr);
   j["eviction"] = s.store->policy()->name();
   if (s.heat != nullptr) {

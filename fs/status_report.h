@@ -16,6 +16,7 @@
 #include "cache/stager.h"
 #include "fs/control_server.h"
 #include "fs/filesystem.h"
+#include "fs/fuse_uring_transport.h"
 #include "fs/mount_options.h"
 #include "fs/passthrough.h"
 
@@ -34,6 +35,7 @@ struct StatusSources {
   const PassthroughState* passthrough = nullptr;  // null: reported as off
   std::function<nlohmann::json()> plan;  // the "plan" object (null without a plan); may be empty
   const HeatStore* heat = nullptr;       // null: "heat" is reported as null
+  const FuseTransportState* transport = nullptr;  // null: reported as /dev/fuse
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

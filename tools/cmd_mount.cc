@@ -93,6 +93,12 @@ void RegisterMount(CLI::App& app) {
          "CAP_SYS_ADMIN and the kernel accepts it), on (fail the mount without it) or off")
       ->type_name("auto|on|off");
   cmd->add_option_function<std::string>(
+         "--fuse-uring", item("fuse_uring"),
+         "FUSE requests over io_uring, one queue per CPU: auto (default: use it when the kernel "
+         "offers it, i.e. Linux >= 6.14 with the fuse module parameter enable_uring=Y), on (fail "
+         "the mount without it) or off (/dev/fuse only)")
+      ->type_name("auto|on|off");
+  cmd->add_option_function<std::string>(
          "--plan", item("plan"),
          "Access plan (e.g. torch-distributed:seed=42,world=8,ranks=0-7): stage ahead in plan "
          "order and evict by next planned use (see clairfs plan show --help)")
