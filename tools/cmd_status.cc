@@ -71,6 +71,16 @@ void PrintHuman(const nlohmann::json& j) {
       printf("passthrough off (%s)\n", p.value("reason", "").c_str());
     }
   }
+  if (j.contains("fuse_transport")) {
+    const auto& t = j["fuse_transport"];
+    if (t.value("state", "") == "io_uring") {
+      printf("transport   io_uring: %d queues x %d threads, %llu requests over the ring\n",
+             t.value("queues", 0), t.value("threads_per_queue", 0),
+             static_cast<unsigned long long>(t.value("ring_requests", uint64_t{0})));
+    } else {
+      printf("transport   /dev/fuse (%s)\n", t.value("reason", "").c_str());
+    }
+  }
   printf("evictions   %llu (%s)", static_cast<unsigned long long>(u("evictions")),
          FormatBytes(u("evicted_bytes")).c_str());
   if (j.contains("eviction")) printf(", policy %s", j.value("eviction", "").c_str());
