@@ -10,9 +10,10 @@
 // time / mount time, 1.0 = as fast as the copies). Each of --modes gets its own mount over the
 // same cache: passthrough (the kernel reads staged copies itself; opens and releases still reach
 // the daemon), pread and splice (passthrough off: the daemon serves reads the page cache misses,
-// by that method). Output: a table, or one JSON object with --json. Exit codes 0, 1 failed, 2
-// usage. Every mount is unmounted on every path; the work directory is removed unless --keep or
-// --dir.
+// by that method). Each mode records the FUSE transport its mount used (io_uring when the
+// kernel offers it: docs/FUSE-URING.md). Output: a table, or one JSON object with --json. Exit
+// codes 0, 1 failed, 2 usage. Every mount is unmounted on every path; the work directory is
+// removed unless --keep or --dir.
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -219,6 +220,7 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
     if (!status.ok()) return status.status();
     nlohmann::json result = {{"read_mode", modes[m]},
                              {"passthrough", (*status)["passthrough"]},
+                             {"fuse_transport", status->value("fuse_transport", nlohmann::json())},
                              {"held_copy_opens", (*status)["held_copy_opens"]},
                              {"read", reads},
                              {"stat", Pair(stat_direct, stat_mount)},
@@ -254,6 +256,10 @@ void PrintTable(const nlohmann::json& r) {
              static_cast<double>(p["direct_seconds"]), static_cast<double>(p["mount_seconds"]),
              static_cast<double>(p["ratio"]));
     };
+    if (m.contains("fuse_transport") && m["fuse_transport"].is_object()) {
+      printf("(%s: requests over %s)\n", mode.c_str(),
+             m["fuse_transport"].value("state", "") == "io_uring" ? "io_uring" : "/dev/fuse");
+    }
     for (const auto& row : m["read"]) {
       line("read, " + std::to_string(static_cast<int>(row["threads"])) + " thread(s)", row);
     }
