@@ -3,8 +3,10 @@
 
 #include <liburing.h>
 #include <linux/fuse.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -24,6 +26,8 @@ namespace {
 constexpr uint32_t kOpcodeInit = 26;       // FUSE_INIT
 constexpr uint32_t kDefaultMaxPages = 32;  // FUSE_DEFAULT_MAX_PAGES_PER_REQ, without FUSE_MAX_PAGES
 constexpr uint32_t kFlagMaxPages = 1u << 22;  // FUSE_MAX_PAGES
+// user_data of the poll on the stop eventfd (entry commands carry 0).
+constexpr uint64_t kStopTag = 1;
 
 // The ring request the calling thread is serving (set by its ring thread around Dispatch).
 struct CurrentRingRequest {
@@ -179,6 +183,12 @@ Status FuseUringTransport::Start(int fuse_fd, Dispatch dispatch, int threads_per
   const int threads = queues * threads_per_queue;
   registered_ = std::vector<std::atomic<int>>(static_cast<size_t>(threads));
   stop_.store(false);
+  stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) {
+    Status st = Status::FromErrno(errno, "eventfd for the ring threads");
+    state_->Set(false, st.message(), 0, 0);
+    return st;
+  }
   for (int i = 0; i < threads; ++i) {
     threads_.emplace_back([this, i, threads_per_queue] { Run(i, i / threads_per_queue); });
   }
@@ -212,8 +222,14 @@ Status FuseUringTransport::Start(int fuse_fd, Dispatch dispatch, int threads_per
 
 void FuseUringTransport::Stop() {
   stop_.store(true);
+  if (stop_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!write(stop_fd_, &one, sizeof(one));  // completes every ring's poll on it
+  }
   for (auto& t : threads_) t.join();
   threads_.clear();
+  if (stop_fd_ >= 0) close(stop_fd_);
+  stop_fd_ = -1;
 }
 
 bool FuseUringTransport::TryReply(const struct iovec* iov, int count, ssize_t* written) {
@@ -264,14 +280,17 @@ void FuseUringTransport::Run(int index, int qid) {
     io_uring_queue_exit(&ring);
     return;
   }
+  // Stop() makes the stop eventfd readable, which completes this poll and wakes the thread.
+  struct io_uring_sqe* poll = GetSqe(&ring);
+  io_uring_prep_poll_add(poll, stop_fd_, POLLIN);
+  io_uring_sqe_set_data64(poll, kStopTag);
   std::vector<char> request;
   for (;;) {
-    struct __kernel_timespec timeout = {1, 0};  // to notice Stop() while the connection lives
-    cqe = nullptr;
-    rc = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &timeout, nullptr);
+    rc = io_uring_submit_and_wait(&ring, 1);
     if (stop_.load()) break;
-    if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) break;
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) break;
     if (io_uring_peek_cqe(&ring, &cqe) != 0) continue;
+    if (cqe->user_data == kStopTag) break;
     const int res = cqe->res;
     io_uring_cqe_seen(&ring, cqe);
     // ENOTCONN at unmount, or a failed commit: the entry is gone either way.

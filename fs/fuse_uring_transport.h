@@ -22,7 +22,8 @@
 //    A request left unanswered by Dispatch is answered EIO (logged once, counted).
 // 5. Unmount aborts the connection: the entries' commands complete with an error and the threads
 //    end. Stop() (called after unmount, before the session is destroyed) joins them; if the
-//    connection is still up it makes them leave, and closing their rings cancels the commands.
+//    connection is still up it wakes them through an eventfd each ring polls, and closing their
+//    rings cancels the commands.
 //
 // FORGET, BATCH_FORGET, INTERRUPT and notifications stay on /dev/fuse (the kernel's choice).
 //
@@ -119,6 +120,7 @@ class FuseUringTransport {
   int fuse_fd_ = -1;
   Dispatch dispatch_;
   std::atomic<bool> stop_{false};
+  int stop_fd_ = -1;  // eventfd each ring polls; written by Stop()
   std::vector<std::thread> threads_;
   // Registration outcome per thread: 0 pending, 1 registered, -errno failed.
   std::vector<std::atomic<int>> registered_;
