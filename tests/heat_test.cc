@@ -88,15 +88,8 @@ void WriteLog(const std::string& out, const std::string& root,
   ASSERT_TRUE(darshan::WriteDarshanLogFile(out, *log).ok());
 }
 
-class HeatTest : public ::testing::Test {
+class HeatTest : public MountDirsTest {
  protected:
-  void SetUp() override {
-    backing_ = dir_ / "backing";
-    mnt_ = dir_ / "mnt";
-    cache_ = dir_ / "cache";
-    MakeDirs(backing_);
-    MakeDirs(mnt_);
-  }
   // A backing tree holding every dataset file the DLIO logs name (below kDlioPrefix) plus a few
   // files the logs never mention. Returns the dataset paths the logs name.
   std::vector<std::string> MakeDlioTree() {
@@ -113,8 +106,6 @@ class HeatTest : public ::testing::Test {
     for (int i = 0; i < 3; ++i) WriteFile(backing_ + "/other/cold" + std::to_string(i), "x");
     return paths;
   }
-  TempDir dir_;
-  std::string backing_, mnt_, cache_;
 };
 
 TEST_F(HeatTest, ImportOfTheSharedDlioLogsStoresHeatPerDatasetPath) {
