@@ -423,6 +423,12 @@ TEST_F(HeatTest, SimulateHeatKeepsTheHotFilesWhereLruKeepsNothing) {
   r = Cli({"simulate", "--backing", backing_, "--plan", "sequential", "--capacity", "16K",
            "--stage-hot"});
   EXPECT_EQ(r.exit_code, 2);
+  // An unreadable log is an operation failure naming it.
+  const std::string missing = dir_ / "missing.darshan";
+  r = Cli({"simulate", "--backing", backing_, "--plan", "sequential", "--capacity", "16K", "--heat",
+           missing});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
 }
 
 }  // namespace
