@@ -111,18 +111,7 @@ class RawClient {
   int fd_ = -1;
 };
 
-class AdminTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    backing_ = dir_ / "backing";
-    mnt_ = dir_ / "mnt";
-    cache_ = dir_ / "cache";
-    MakeDirs(backing_);
-    MakeDirs(mnt_);
-  }
-  TempDir dir_;
-  std::string backing_, mnt_, cache_;
-};
+class AdminTest : public MountDirsTest {};
 
 TEST_F(AdminTest, StageWaitThenReuseManifestWithoutBackingFiles) {
   auto files = MakeTree(backing_, 30, 200000, 1);

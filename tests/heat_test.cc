@@ -88,15 +88,8 @@ void WriteLog(const std::string& out, const std::string& root,
   ASSERT_TRUE(darshan::WriteDarshanLogFile(out, *log).ok());
 }
 
-class HeatTest : public ::testing::Test {
+class HeatTest : public MountDirsTest {
  protected:
-  void SetUp() override {
-    backing_ = dir_ / "backing";
-    mnt_ = dir_ / "mnt";
-    cache_ = dir_ / "cache";
-    MakeDirs(backing_);
-    MakeDirs(mnt_);
-  }
   // A backing tree holding every dataset file the DLIO logs name (below kDlioPrefix) plus a few
   // files the logs never mention. Returns the dataset paths the logs name.
   std::vector<std::string> MakeDlioTree() {
@@ -113,8 +106,6 @@ class HeatTest : public ::testing::Test {
     for (int i = 0; i < 3; ++i) WriteFile(backing_ + "/other/cold" + std::to_string(i), "x");
     return paths;
   }
-  TempDir dir_;
-  std::string backing_, mnt_, cache_;
 };
 
 TEST_F(HeatTest, ImportOfTheSharedDlioLogsStoresHeatPerDatasetPath) {
@@ -432,6 +423,12 @@ TEST_F(HeatTest, SimulateHeatKeepsTheHotFilesWhereLruKeepsNothing) {
   r = Cli({"simulate", "--backing", backing_, "--plan", "sequential", "--capacity", "16K",
            "--stage-hot"});
   EXPECT_EQ(r.exit_code, 2);
+  // An unreadable log is an operation failure naming it.
+  const std::string missing = dir_ / "missing.darshan";
+  r = Cli({"simulate", "--backing", backing_, "--plan", "sequential", "--capacity", "16K", "--heat",
+           missing});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
 }
 
 }  // namespace

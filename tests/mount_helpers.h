@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
@@ -36,6 +37,21 @@ class ClairfsMount {
   std::string backing_, mountpoint_, cache_;
   MountGuard guard_;
   pid_t pid_ = -1;
+};
+
+// Fixture of most mount tests: a temporary directory with an empty backing/ and mnt/, and the
+// path of a cache (created by the mount).
+class MountDirsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backing_ = dir_ / "backing";
+    mnt_ = dir_ / "mnt";
+    cache_ = dir_ / "cache";
+    MakeDirs(backing_);
+    MakeDirs(mnt_);
+  }
+  TempDir dir_;
+  std::string backing_, mnt_, cache_;
 };
 
 // Every regular file under `root` as relative paths (sorted).

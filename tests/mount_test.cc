@@ -42,18 +42,7 @@ std::map<std::string, std::string> MakeDataset(const std::string& root, int coun
 
 std::string ReadAll(const std::string& path) { return ReadFile(path); }
 
-class MountTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    backing_ = dir_ / "backing";
-    mnt_ = dir_ / "mnt";
-    cache_ = dir_ / "cache";
-    MakeDirs(backing_);
-    MakeDirs(mnt_);
-  }
-  TempDir dir_;
-  std::string backing_, mnt_, cache_;
-};
+class MountTest : public MountDirsTest {};
 
 TEST_F(MountTest, ConcurrentRandomReadsAreByteExactFromBackingAndCache) {
   auto files = MakeDataset(backing_, 40, 300000, 1);

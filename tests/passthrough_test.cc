@@ -69,23 +69,14 @@ std::string StateOf(const std::string& path) {
 
 uint64_t Counter(ClairfsMount& m, const char* key) { return m.Status().value(key, uint64_t{0}); }
 
-class PassthroughTest : public ::testing::Test {
+class PassthroughTest : public MountDirsTest {
  protected:
-  void SetUp() override {
-    backing_ = dir_ / "backing";
-    mnt_ = dir_ / "mnt";
-    cache_ = dir_ / "cache";
-    MakeDirs(backing_);
-    MakeDirs(mnt_);
-  }
   // Reads every file once (staging them by read-through) and waits for staging to finish.
   void StageAll(ClairfsMount& m, const std::map<std::string, std::string>& files) {
     for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
     ASSERT_TRUE(m.WaitStagingIdle());
     for (const auto& [rel, content] : files) ASSERT_EQ(StateOf(mnt_ + "/" + rel), "staged") << rel;
   }
-  TempDir dir_;
-  std::string backing_, mnt_, cache_;
 };
 
 TEST_F(PassthroughTest, StagedFilesReadByteExactWithNoReadRequests) {

@@ -87,8 +87,9 @@ Result<nlohmann::json> LoadSimHeat(const SimulateArgs& a, const std::vector<std:
   index_of.reserve(paths.size());
   for (uint32_t i = 0; i < paths.size(); ++i) index_of.emplace(paths[i], i);
   HeatOptions options;
-  options.backing_root = a.backing.empty() ? "/" : a.backing;  // only `exists` is consulted
   options.strip_prefix = a.heat_strip_prefix;
+  // The dataset's own paths decide what matches (and the detected prefix), with no stat: a
+  // synthetic dataset has no tree, and the layout may leave out files that exist.
   options.exists = [&](const std::string& rel) { return index_of.count(rel) != 0; };
   auto table = LoadHeat(a.heat_inputs, options);
   if (!table.ok()) return table.status().WithContext("--heat");
