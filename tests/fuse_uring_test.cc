@@ -5,10 +5,10 @@
 //
 // The kernel offers the ring only when the fuse module parameter enable_uring is Y. Each test
 // sets the value it needs through UringParameter, which restores the previous value when the
-// test ends (it is declared before the mounts, so it is restored after they are unmounted: with
-// the parameter back at N the kernel refuses the ring's commands, which would break a live
-// mount). Tests skip, saying why, when the parameter cannot be written (not root, no fuse
-// module parameter). A killed test binary cannot restore it: check
+// test ends (it is declared before the mounts, so it is restored after they are unmounted).
+// The parameter is machine-wide, so ctest runs these tests alone (RUN_SERIAL in
+// tests/CMakeLists.txt). Tests skip, saying why, when the parameter cannot be written (not root,
+// no fuse module parameter). A killed test binary cannot restore it: check
 // /sys/module/fuse/parameters/enable_uring after an aborted run.
 #include <signal.h>
 #include <sys/stat.h>
@@ -137,8 +137,10 @@ TEST_F(FuseUringTest, ConcurrentReadersOnEveryCpu) {
   SKIP_WITHOUT(param);
   auto files = MakeFiles(backing_, 48, 120000, 2);
   ClairfsMount m(backing_, mnt_, cache_);
-  auto r = m.Mount({"--fuse-uring", "on"});
+  // One thread per queue: 8 readers contend for each CPU's single entry.
+  auto r = m.Mount({"--fuse-uring", "on", "--fuse-uring-threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Transport(m).value("threads_per_queue", 0), 1);
   std::vector<std::pair<std::string, std::string>> list(files.begin(), files.end());
   std::atomic<int> wrong{0};
   std::vector<std::thread> readers;
@@ -176,6 +178,30 @@ TEST_F(FuseUringTest, KillNineThenRemount) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const auto& [rel, content] : files) EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
   EXPECT_GT(RingRequests(m), 0u);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// The kernel keeps a connection's ring once it was set up, whatever enable_uring says later
+// (Linux 6.18 has the fix; earlier kernels refuse the ring's commands, and the reads below
+// would time out). The admin can thus turn the parameter off without breaking live mounts.
+TEST_F(FuseUringTest, LiveRingMountKeepsServingAfterTheParameterGoesBackToN) {
+  UringParameter param(true);
+  SKIP_WITHOUT(param);
+  auto files = MakeFiles(backing_, 12, 80000, 6);
+  ClairfsMount m(backing_, mnt_, cache_);
+  auto r = m.Mount({"--fuse-uring", "on"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(Transport(m).value("state", ""), "io_uring");
+  UringParameter off(false);
+  ASSERT_TRUE(off.error().empty()) << off.error();
+  const uint64_t before = RingRequests(m);
+  for (const auto& [rel, content] : files) {
+    // In a child with a deadline: on a kernel that refuses the commands the read would hang.
+    CommandResult c = testing::Run({"cmp", backing_ + "/" + rel, mnt_ + "/" + rel}, 20);
+    EXPECT_EQ(c.exit_code, 0) << rel << ": " << c.err;
+  }
+  EXPECT_GE(RingRequests(m) - before, 2 * files.size());
+  EXPECT_EQ(Transport(m).value("ring_unanswered", uint64_t{1}), 0u);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
