@@ -310,6 +310,7 @@ Status StartDaemon(Daemon* d) {
                                : d->options.fuse_uring == "off" ? FuseUringMode::kOff
                                                                 : FuseUringMode::kAuto;
   adapter_options.transport_state = &d->transport;
+  adapter_options.uring_threads_per_queue = d->options.fuse_uring_threads;
   auto adapter = FuseAdapter::Create(d->fs.get(), adapter_options);
   if (!adapter.ok()) return adapter.status();
   d->adapter = std::move(*adapter);

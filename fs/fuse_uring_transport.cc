@@ -215,8 +215,9 @@ Status FuseUringTransport::Start(int fuse_fd, Dispatch dispatch, int threads_per
     return result;
   }
   state_->Set(true, "requests arrive over io_uring, one queue per CPU", queues, threads_per_queue);
-  Log(LogLevel::kInfo, "fuse transport: io_uring (%d queues x %d threads)", queues,
-      threads_per_queue);
+  Log(LogLevel::kInfo, "fuse transport: io_uring (%d queues x %d threads, %.1f MiB of buffers)",
+      queues, threads_per_queue,
+      static_cast<double>(threads) * payload_size_.load() / (1024.0 * 1024.0));
   return Status::Ok();
 }
 
@@ -293,8 +294,19 @@ void FuseUringTransport::Run(int index, int qid) {
     if (cqe->user_data == kStopTag) break;
     const int res = cqe->res;
     io_uring_cqe_seen(&ring, cqe);
-    // ENOTCONN at unmount, or a failed commit: the entry is gone either way.
-    if (res < 0) break;
+    if (res < 0) {
+      // ENOTCONN / ECONNABORTED at unmount. Anything else is a refused command: the entry is
+      // gone, and once a queue has none left its requests wait. Kernels before the "once
+      // enabled on a connection, it can't be disabled" fix refuse every command (EOPNOTSUPP)
+      // after the admin sets enable_uring back to N while ring mounts are live.
+      if (res != -ENOTCONN && res != -ECONNABORTED) {
+        Log(LogLevel::kError,
+            "fuse transport: the kernel refused a ring command on queue %d (%s); this thread "
+            "stops serving (was enable_uring set back to N while mounted?)",
+            qid, std::strerror(-res));
+      }
+      break;
+    }
     struct fuse_in_header in;
     std::memcpy(&in, entry.header.in_out, sizeof(in));
     Status rebuilt =

@@ -127,6 +127,11 @@ TEST(FuseUringTransport, ModeAndMountOption) {
   Status bad = ApplyMountOption("fuse_uring=maybe", &o);
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("fuse_uring"), std::string::npos);
+  EXPECT_EQ(o.fuse_uring_threads, 2);
+  ASSERT_TRUE(ApplyMountOption("fuse_uring_threads=1", &o).ok());
+  EXPECT_EQ(o.fuse_uring_threads, 1);
+  EXPECT_FALSE(ApplyMountOption("fuse_uring_threads=0", &o).ok());
+  EXPECT_FALSE(ApplyMountOption("fuse_uring_threads=x", &o).ok());
 }
 
 }  // namespace

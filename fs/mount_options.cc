@@ -83,6 +83,10 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     auto n = ParseInt(key, value, 1, 1024);
     if (!n.ok()) return n.status();
     o->stage_threads = *n;
+  } else if (k == "fuse_uring_threads") {
+    auto n = ParseInt(key, value, 1, 64);
+    if (!n.ok()) return n.status();
+    o->fuse_uring_threads = *n;
   } else if (k == "scan_threads") {
     auto n = ParseInt(key, value, 1, 256);
     if (!n.ok()) return n.status();

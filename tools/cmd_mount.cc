@@ -99,6 +99,12 @@ void RegisterMount(CLI::App& app) {
          "the mount without it) or off (/dev/fuse only)")
       ->type_name("auto|on|off");
   cmd->add_option_function<std::string>(
+         "--fuse-uring-threads", item("fuse_uring_threads"),
+         "Ring threads per CPU queue (default 2). Each serves one request at a time and holds a "
+         "buffer of the largest request (1 MiB), so CPUs x N MiB in all; a CPU's requests wait "
+         "when its N threads are busy (e.g. opens on a slow backing store)")
+      ->type_name("N");
+  cmd->add_option_function<std::string>(
          "--plan", item("plan"),
          "Access plan (e.g. torch-distributed:seed=42,world=8,ranks=0-7): stage ahead in plan "
          "order and evict by next planned use (see clairfs plan show --help)")
