@@ -111,4 +111,23 @@ Result<std::vector<int>> ParseIntList(const std::string& text, const std::string
   return out;
 }
 
+Result<std::vector<std::string>> ParseChoiceList(const std::string& what, const std::string& text,
+                                                 const std::vector<std::string>& choices) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  // getline drops a trailing empty item: "on," must fail like "on,,off".
+  const bool trailing_comma = !text.empty() && text.back() == ',';
+  for (std::string item; std::getline(in, item, ',');) {
+    if (trailing_comma || std::find(choices.begin(), choices.end(), item) == choices.end()) {
+      std::string expected;
+      for (const auto& c : choices) expected += (expected.empty() ? "" : ", ") + c;
+      return Status::Invalid(what + ": expected a comma-separated list of " + expected + ", got '" +
+                             text + "'");
+    }
+    out.push_back(item);
+  }
+  if (out.empty()) return Status::Invalid(what + ": empty list");
+  return out;
+}
+
 }  // namespace clairfs

@@ -49,4 +49,9 @@ Result<ProcessStats> ReadProcessStats(pid_t pid);
 // "1,2,4" -> {1, 2, 4}; EINVAL names `what` for anything else.
 Result<std::vector<int>> ParseIntList(const std::string& text, const std::string& what);
 
+// "on,off" -> {"on", "off"} when every item is one of `choices`; EINVAL names `what` and the
+// choices for anything else.
+Result<std::vector<std::string>> ParseChoiceList(const std::string& what, const std::string& text,
+                                                 const std::vector<std::string>& choices);
+
 }  // namespace clairfs

@@ -63,6 +63,7 @@ struct PassthroughArgs {
   int threads = 2;
   int repeat = 5;
   std::string modes = "on,off";
+  std::string transports = "auto";
   uint64_t counter_calls = 2'000'000;
   bool quick = false;
   bool keep = false;
@@ -89,6 +90,15 @@ struct Sample {
   double daemon_cpu_seconds = 0;
   std::string passthrough_state;
   std::string passthrough_reason;
+  std::string fuse_transport;  // io_uring or dev_fuse
+};
+
+// How each measured mount is made: --passthrough and --fuse-uring.
+struct MountMode {
+  std::string passthrough;
+  std::string fuse_uring;
+  // "on", or "on/ring" when transports are compared.
+  std::string label;
 };
 
 // utime + stime of /proc/PID/stat, in seconds.
@@ -120,6 +130,7 @@ Result<Sample> TakeSample(const std::string& mnt) {
   s.held_copy_opens = status->value("held_copy_opens", uint64_t{0});
   s.passthrough_state = (*status)["passthrough"].value("state", "");
   s.passthrough_reason = (*status)["passthrough"].value("reason", "");
+  s.fuse_transport = status->value("fuse_transport", nlohmann::json::object()).value("state", "");
   auto cpu = CpuSeconds(status->value("pid", -1));
   if (!cpu.ok()) return cpu.status();
   s.daemon_cpu_seconds = *cpu;
@@ -159,14 +170,17 @@ Status Stage(MountStack& stack, const std::string& mnt, Dataset* ds) {
 
 // Mounts `ds` fresh in `mode` and checks that passthrough is what was asked for.
 Result<Sample> MountFresh(MountStack& stack, const std::string& mnt, const Dataset& ds,
-                          const std::string& mode) {
-  CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(
-      ds.backing, mnt, {"--cache", ds.cache, "--manifest", "reuse", "--passthrough", mode}));
+                          const MountMode& mode) {
+  CLAIRFS_RETURN_IF_ERROR(
+      stack.MountClairfs(ds.backing, mnt,
+                         {"--cache", ds.cache, "--manifest", "reuse", "--passthrough",
+                          mode.passthrough, "--fuse-uring", mode.fuse_uring}));
   auto s = TakeSample(mnt);
   if (!s.ok()) return s.status();
-  if (s->passthrough_state != mode) {
-    return Status::Error(EIO, "mounted with --passthrough " + mode + " but status says " +
-                                  s->passthrough_state + " (" + s->passthrough_reason + ")");
+  if (s->passthrough_state != mode.passthrough) {
+    return Status::Error(EIO, "mounted with --passthrough " + mode.passthrough +
+                                  " but status says " + s->passthrough_state + " (" +
+                                  s->passthrough_reason + ")");
   }
   return s;
 }
@@ -199,13 +213,15 @@ struct ReadSeries {
 
 // Fresh and warm reads through `repeat` fresh mounts, each beside a direct read of the copies.
 Result<nlohmann::json> TimeReads(MountStack& stack, const std::string& mnt, const Dataset& ds,
-                                 const std::string& mode, int repeat) {
+                                 const MountMode& mode, int repeat) {
   auto warm_up = ReadFiles(ds.data(), ds.copies, ds.threads, false);
   if (!warm_up.ok()) return warm_up.status();
   ReadSeries fresh, warm;
+  std::string transport;
   for (int r = 0; r < repeat; ++r) {
     auto s0 = MountFresh(stack, mnt, ds, mode);
     if (!s0.ok()) return s0.status();
+    transport = s0->fuse_transport;
     // Each read through the mount right after a direct read, so both see the same moment's
     // load (a fresh daemon's start-up included).
     auto direct_1 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
@@ -228,7 +244,8 @@ Result<nlohmann::json> TimeReads(MountStack& stack, const std::string& mnt, cons
     fresh.Add(direct_1->seconds, first->seconds, *s0, *s1);
     warm.Add(direct_2->seconds, second->seconds, *s1, *s2);
   }
-  return nlohmann::json{{"fresh", fresh.Json()}, {"warm", warm.Json()}};
+  return nlohmann::json{
+      {"fresh", fresh.Json()}, {"warm", warm.Json()}, {"fuse_transport", transport}};
 }
 
 // Bytes of `ds`'s copies in the page cache.
@@ -246,7 +263,7 @@ Result<uint64_t> CopiesResident(const Dataset& ds) {
 // verified: that would lengthen the window in which other processes' page-cache changes add
 // noise (VerifyReads checks the bytes).
 Result<nlohmann::json> MeasureGrowth(MountStack& stack, const std::string& mnt, const Dataset& ds,
-                                     const std::string& mode, int repeat, double window_seconds) {
+                                     const MountMode& mode, int repeat, double window_seconds) {
   std::vector<double> growth, left, added, own, idle;
   for (int r = 0; r < repeat; ++r) {
     auto s0 = MountFresh(stack, mnt, ds, mode);
@@ -297,7 +314,7 @@ Result<nlohmann::json> MeasureGrowth(MountStack& stack, const std::string& mnt, 
 // Two reads of `ds` through one fresh mount, every byte verified, with the READ requests and
 // passthrough opens each caused.
 Result<nlohmann::json> VerifyReads(MountStack& stack, const std::string& mnt, const Dataset& ds,
-                                   const std::string& mode) {
+                                   const MountMode& mode) {
   auto s0 = MountFresh(stack, mnt, ds, mode);
   if (!s0.ok()) return s0.status();
   auto first = ReadFiles(mnt, ds.files, ds.threads, /*verify=*/true);
@@ -388,15 +405,20 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
   auto file_size = ParseSize(args.file_size);
   if (!file_size.ok()) return file_size.status().WithContext("--file-size");
   if (*big_size == 0 || *file_size == 0) return Status::Invalid("sizes must be positive");
-  std::vector<std::string> modes;
-  std::stringstream mode_list(args.modes);
-  for (std::string m; std::getline(mode_list, m, ',');) {
-    if (m != "on" && m != "off")
-      return Status::Invalid("--passthrough: expected a list of on and off, got '" + args.modes +
-                             "'");
-    modes.push_back(m);
+  auto passthrough_modes = ParseChoiceList("--passthrough", args.modes, {"on", "off"});
+  if (!passthrough_modes.ok()) return passthrough_modes.status();
+  auto transports = ParseChoiceList("--fuse-uring", args.transports, {"auto", "on", "off"});
+  if (!transports.ok()) return transports.status();
+  std::vector<MountMode> modes;
+  for (const std::string& transport : *transports) {
+    for (const std::string& pt : *passthrough_modes) {
+      std::string label = pt;
+      if (transports->size() > 1 || transport != "auto") {
+        label += transport == "on" ? "/ring" : transport == "off" ? "/dev" : "/auto";
+      }
+      modes.push_back({pt, transport, label});
+    }
   }
-  if (modes.empty()) return Status::Invalid("--passthrough: empty list");
   auto self = SelfExecutable();
   if (!self.ok()) return self.status();
 
@@ -442,21 +464,23 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
   CLAIRFS_RETURN_IF_ERROR(Stage(stack, *mnt, &*big));
   CLAIRFS_RETURN_IF_ERROR(Stage(stack, *mnt, &*small));
   nlohmann::json mode_results = nlohmann::json::array();
-  for (const std::string& mode : modes) {
-    nlohmann::json m = {{"passthrough", mode}};
+  for (const MountMode& mode : modes) {
+    nlohmann::json m = {
+        {"passthrough", mode.passthrough}, {"fuse_uring", mode.fuse_uring}, {"label", mode.label}};
     nlohmann::json targets = nlohmann::json::array();
     for (Dataset* ds : {&*big, &*small}) {
       auto reads = TimeReads(stack, *mnt, *ds, mode, args.repeat);
-      if (!reads.ok()) return reads.status().WithContext(ds->name + ", passthrough " + mode);
+      if (!reads.ok()) return reads.status().WithContext(ds->name + ", " + mode.label);
       auto growth = MeasureGrowth(stack, *mnt, *ds, mode, args.repeat,
                                   (*reads)["fresh"]["mount_seconds"].get<double>());
-      if (!growth.ok()) return growth.status().WithContext(ds->name + ", passthrough " + mode);
+      if (!growth.ok()) return growth.status().WithContext(ds->name + ", " + mode.label);
       (*reads)["growth"] = *growth;
       auto verified = VerifyReads(stack, *mnt, *ds, mode);
-      if (!verified.ok()) return verified.status().WithContext(ds->name + ", passthrough " + mode);
+      if (!verified.ok()) return verified.status().WithContext(ds->name + ", " + mode.label);
       (*reads)["verify"] = *verified;
       (*reads)["counter_share"] = {{"fresh", CounterShare(cost, *ds, (*reads)["fresh"])},
                                    {"warm", CounterShare(cost, *ds, (*reads)["warm"])}};
+      m["fuse_transport"] = (*reads)["fuse_transport"];
       m[ds->name] = *reads;
     }
     const double big_fresh = m["big"]["fresh"]["ratio"];
@@ -514,6 +538,10 @@ void RegisterBenchPassthrough(CLI::App& bench) {
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 5)")
       ->check(CLI::Range(1, 100));
   cmd->add_option("--passthrough", args->modes, "Modes to measure: on,off (default), on or off");
+  cmd->add_option("--fuse-uring", args->transports,
+                  "FUSE transports to measure, as mount --fuse-uring: auto (default), or a list "
+                  "such as off,on to compare /dev/fuse with io_uring in one run (on needs the "
+                  "fuse module parameter enable_uring=Y)");
   cmd->add_option("--counter-calls", args->counter_calls,
                   "Accounted READs per thread when timing the counters (default 2000000)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000'000}));

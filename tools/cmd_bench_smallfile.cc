@@ -97,18 +97,9 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
   if (!thread_counts.ok()) return thread_counts.status();
   // passthrough: the kernel reads the staged copies (--passthrough auto: on when the daemon may
   // have it); pread, splice: every open and (uncached) read through the daemon.
-  std::vector<std::string> modes;
-  for (std::string_view rest = args.modes; !rest.empty();) {
-    size_t comma = rest.find(',');
-    std::string mode(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    if (mode != "passthrough" && mode != "pread" && mode != "splice") {
-      return Status::Invalid("--modes: expected a list of passthrough, pread and splice, got '" +
-                             mode + "'");
-    }
-    modes.push_back(mode);
-  }
-  if (modes.empty()) return Status::Invalid("--modes: empty");
+  auto parsed_modes = ParseChoiceList("--modes", args.modes, {"passthrough", "pread", "splice"});
+  if (!parsed_modes.ok()) return parsed_modes.status();
+  const std::vector<std::string>& modes = *parsed_modes;
   auto self = SelfExecutable();
   if (!self.ok()) return self.status();
 
