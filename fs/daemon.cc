@@ -36,6 +36,7 @@
 #include "fs/mount_table.h"
 #include "fs/plan_handlers.h"
 #include "fs/plan_runtime.h"
+#include "fs/sched_policy.h"
 #include "fs/status_report.h"
 #include "planner/log.h"
 #include "planner/units.h"
@@ -463,6 +464,13 @@ int RunMountDaemon(MountOptions options) {
     (*cache_dir)->RecordOwnerPid();
   }
   SetLogTag("clairfs[" + std::to_string(getpid()) + "]");
+  // Before any thread exists: every daemon thread inherits the policy.
+  auto sched = ParseSchedPolicy(options.sched);
+  Status sched_set = sched.ok() ? ApplySchedPolicy(*sched) : sched.status();
+  if (!sched_set.ok()) {
+    Log(LogLevel::kWarn, "scheduling policy %s not applied: %s", options.sched.c_str(),
+        sched_set.message().c_str());
+  }
 
   Daemon daemon;
   daemon.options = options;

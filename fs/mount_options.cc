@@ -105,6 +105,11 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
       return Status::Invalid("option passthrough=" + value + ": expected auto, on or off");
     }
     o->passthrough = value;
+  } else if (k == "sched") {
+    if (value != "batch" && value != "normal") {
+      return Status::Invalid("option sched=" + value + ": expected batch or normal");
+    }
+    o->sched = value;
   } else if (k == "fuse_uring") {
     if (value != "auto" && value != "on" && value != "off") {
       return Status::Invalid("option fuse_uring=" + value + ": expected auto, on or off");

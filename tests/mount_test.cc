@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <sstream>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -505,6 +507,49 @@ TEST_F(MountTest, UmountOfABusyMountNamesTheProblemAndLazyDetaches) {
   char buf[16];
   EXPECT_EQ(read(fd, buf, sizeof(buf)), 7);  // the open file keeps working until closed
   close(fd);
+}
+
+// The policy (field 41 of /proc/PID/task/TID/stat: 0 SCHED_OTHER, 3 SCHED_BATCH) of every thread
+// of the daemon, by thread id.
+std::map<int, int> ThreadPolicies(pid_t pid) {
+  std::map<int, int> policies;
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& entry : fsys::directory_iterator(task_dir)) {
+    std::string stat = ReadFile(entry.path().string() + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string field;
+    for (int i = 3; i <= 41 && (fields >> field); ++i) {
+      if (i == 41) policies[std::stoi(entry.path().filename().string())] = std::stoi(field);
+    }
+  }
+  return policies;
+}
+
+// Every daemon thread (FUSE workers, io_uring queues, stagers, RocksDB) runs SCHED_BATCH by
+// default and SCHED_OTHER with --sched normal; status says which; reads work either way.
+TEST_F(MountTest, DaemonThreadsRunTheChosenSchedulingPolicy) {
+  WriteFile(backing_ + "/a", "alpha");
+  for (const auto& [flag, policy, name] :
+       {std::tuple<const char*, int, const char*>{nullptr, 3, "batch"}, {"normal", 0, "normal"}}) {
+    SCOPED_TRACE(name);
+    ClairfsMount m(backing_, mnt_, cache_);
+    std::vector<std::string> args;
+    if (flag != nullptr) args = {"--sched", flag};
+    ASSERT_EQ(m.Mount(args).exit_code, 0);
+    EXPECT_EQ(ReadAll(mnt_ + "/a"), "alpha");
+    std::map<int, int> policies = ThreadPolicies(m.pid());
+    EXPECT_GT(policies.size(), 2u);
+    for (const auto& [tid, p] : policies) EXPECT_EQ(p, policy) << "thread " << tid;
+    EXPECT_EQ(m.Status().value("sched_policy", ""), name);
+    EXPECT_EQ(m.Umount().exit_code, 0);
+  }
+  ClairfsMount bad(backing_, mnt_, cache_);
+  CommandResult r = bad.Mount({"--sched", "fifo"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("batch or normal"), std::string::npos) << r.err;
+  EXPECT_FALSE(IsFuseMounted(mnt_));
 }
 
 }  // namespace

@@ -40,13 +40,13 @@ void PrintPassthroughTable(const nlohmann::json& r) {
   }
   printf("\n");
 
-  printf("\n%-8s %-42s %10s %13s %8s %8s\n", "pt", "read (direct: the staged copies, warm)",
+  printf("\n%-15s %-42s %10s %13s %8s %8s\n", "pt", "read (direct: the staged copies, warm)",
          "direct", "through mount", "ratio", "READs");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
       for (const char* when : {"fresh", "warm"}) {
         const auto& p = m[ds][when];
-        printf("%-8s %-42s %8.3f s %11.3f s %7.2fx %8llu\n", Label(m).c_str(),
+        printf("%-15s %-42s %8.3f s %11.3f s %7.2fx %8llu\n", Label(m).c_str(),
                Workload(ds, when).c_str(), static_cast<double>(p["direct_seconds"]),
                static_cast<double>(p["mount_seconds"]), static_cast<double>(p["ratio"]),
                static_cast<unsigned long long>(p["read_requests"]));
@@ -55,8 +55,8 @@ void PrintPassthroughTable(const nlohmann::json& r) {
   }
 
   printf("\npage cache after one read through a fresh mount (MB; medians, min..max of the runs)\n");
-  printf("%-8s %-12s %8s %8s %8s %8s %18s %8s %18s\n", "pt", "data", "read N", "Cached+", "copies+",
-         "mount's", "(runs)", "own / N", "idle window");
+  printf("%-15s %-12s %8s %8s %8s %8s %18s %8s %18s\n", "pt", "data", "read N", "Cached+",
+         "copies+", "mount's", "(runs)", "own / N", "idle window");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
       const auto& g = m[ds]["growth"];
@@ -66,7 +66,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
                mb("mount_growth_max_bytes"));
       snprintf(idle, sizeof(idle), "%.1f..%.1f", mb("idle_growth_min_bytes"),
                mb("idle_growth_max_bytes"));
-      printf("%-8s %-12s %8.1f %8.1f %8.1f %8.1f %18s %8.4f %18s\n", Label(m).c_str(),
+      printf("%-15s %-12s %8.1f %8.1f %8.1f %8.1f %18s %8.4f %18s\n", Label(m).c_str(),
              ds == std::string("big") ? "big file" : "small files", mb("bytes_read"),
              mb("cached_growth_bytes"), mb("copies_added_bytes"), mb("mount_growth_bytes"), runs,
              static_cast<double>(g["growth_per_byte_read"]), idle);
@@ -79,7 +79,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
   printf("\ntargets (issue #7)\n");
   for (const auto& m : r["modes"]) {
     for (const auto& t : m["targets"]) {
-      printf("%-8s %-56s %-10s %8.4f  %s\n", Label(m).c_str(), std::string(t["what"]).c_str(),
+      printf("%-15s %-56s %-10s %8.4f  %s\n", Label(m).c_str(), std::string(t["what"]).c_str(),
              std::string(t["target"]).c_str(), static_cast<double>(t["value"]),
              t["met"].get<bool>() ? "met" : "MISSED");
     }
@@ -93,7 +93,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
       static_cast<double>(c["read_ns_1_thread"]), static_cast<double>(c["read_ns_2_threads"]),
       2 * static_cast<double>(c["elapsed_ns"]), static_cast<double>(c["passthrough_open_ns"]),
       static_cast<double>(c["release_ns"]));
-  printf("%-8s %-42s %8s %9s %11s %11s %9s %9s %9s %9s\n", "pt", "per file read", "READs",
+  printf("%-15s %-42s %8s %9s %11s %11s %9s %9s %9s %9s\n", "pt", "per file read", "READs",
          "counters", "reader", "daemon CPU", "of reader", "of daemon", "B/READ", "reader/READ");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
@@ -110,7 +110,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
                    static_cast<double>(s["reader_ns_per_read_request"]) / 1e3);
           per_read = buf;
         }
-        printf("%-8s %-42s %8.2f %6.0f ns %8.1f us %8.1f us %8.4f%% %8.4f%% %9s %11s\n",
+        printf("%-15s %-42s %8.2f %6.0f ns %8.1f us %8.1f us %8.4f%% %8.4f%% %9s %11s\n",
                Label(m).c_str(), Workload(ds, when).c_str(),
                static_cast<double>(s["read_requests_per_file"]),
                static_cast<double>(s["counter_ns_per_file"]),

@@ -105,6 +105,12 @@ void RegisterMount(CLI::App& app) {
          "when its N threads are busy (e.g. opens on a slow backing store)")
       ->type_name("N");
   cmd->add_option_function<std::string>(
+         "--sched", item("sched"),
+         "CPU scheduling policy of the daemon's threads: batch (default: a woken daemon thread "
+         "does not preempt the reader, which saves context switches per small file) or normal "
+         "(SCHED_OTHER: requests preempt whatever runs on their CPU)")
+      ->type_name("batch|normal");
+  cmd->add_option_function<std::string>(
          "--plan", item("plan"),
          "Access plan (e.g. torch-distributed:seed=42,world=8,ranks=0-7): stage ahead in plan "
          "order and evict by next planned use (see clairfs plan show --help)")

@@ -73,13 +73,15 @@ void PrintHuman(const nlohmann::json& j) {
   }
   if (j.contains("fuse_transport")) {
     const auto& t = j["fuse_transport"];
+    const std::string sched = j.value("sched_policy", "");
     if (t.value("state", "") == "io_uring") {
-      printf("transport   io_uring: %d queues x %d threads, %llu requests over the ring\n",
+      printf("transport   io_uring: %d queues x %d threads, %llu requests over the ring",
              t.value("queues", 0), t.value("threads_per_queue", 0),
              static_cast<unsigned long long>(t.value("ring_requests", uint64_t{0})));
     } else {
-      printf("transport   /dev/fuse (%s)\n", t.value("reason", "").c_str());
+      printf("transport   /dev/fuse (%s)", t.value("reason", "").c_str());
     }
+    printf("; threads scheduled %s\n", sched.c_str());
   }
   printf("evictions   %llu (%s)", static_cast<unsigned long long>(u("evictions")),
          FormatBytes(u("evicted_bytes")).c_str());
