@@ -14,11 +14,20 @@ double HeatPolicy::HeatLocked(const std::string& path) const {
 }
 
 void HeatPolicy::TouchLocked(const std::string& path) {
+  // Every open of a staged file lands here: re-key the existing node in place (no allocation,
+  // no copy of the path); the end() hint makes the common case (no heat: the newest tick is the
+  // largest key) constant time.
+  const Key key{HeatLocked(path), ++tick_};
   auto it = key_of_.find(path);
-  if (it != key_of_.end()) by_key_.erase(it->second);
-  Key key{HeatLocked(path), ++tick_};
-  by_key_.emplace(key, path);
-  key_of_[path] = key;
+  if (it == key_of_.end()) {
+    by_key_.emplace_hint(by_key_.end(), key, path);
+    key_of_.emplace(path, key);
+    return;
+  }
+  auto node = by_key_.extract(it->second);
+  node.key() = key;
+  by_key_.insert(by_key_.end(), std::move(node));
+  it->second = key;
 }
 
 void HeatPolicy::RekeyLocked() {

@@ -22,11 +22,18 @@ PlanPolicy::Key PlanPolicy::KeyForLocked(const std::string& path) {
 }
 
 void PlanPolicy::TouchLocked(const std::string& path) {
+  // Re-key the existing node in place: no allocation and no copy of the path per open.
+  const Key key = KeyForLocked(path);
   auto it = key_of_.find(path);
-  if (it != key_of_.end()) by_key_.erase(it->second);
-  Key key = KeyForLocked(path);
-  by_key_.emplace(key, path);
-  key_of_[path] = key;
+  if (it == key_of_.end()) {
+    by_key_.emplace(key, path);
+    key_of_.emplace(path, key);
+    return;
+  }
+  auto node = by_key_.extract(it->second);
+  node.key() = key;
+  by_key_.insert(std::move(node));
+  it->second = key;
 }
 
 void PlanPolicy::Rekey() {
