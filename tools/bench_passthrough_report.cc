@@ -40,7 +40,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
   }
   printf("\n");
 
-  printf("\n%-15s %-42s %10s %13s %8s %8s\n", "pt", "read (direct: the staged copies, warm)",
+  printf("\n%-15s %-42s %10s %13s %8s %8s\n", "mode", "read (direct: the staged copies, warm)",
          "direct", "through mount", "ratio", "READs");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
@@ -55,7 +55,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
   }
 
   printf("\npage cache after one read through a fresh mount (MB; medians, min..max of the runs)\n");
-  printf("%-15s %-12s %8s %8s %8s %8s %18s %8s %18s\n", "pt", "data", "read N", "Cached+",
+  printf("%-15s %-12s %8s %8s %8s %8s %18s %8s %18s\n", "mode", "data", "read N", "Cached+",
          "copies+", "mount's", "(runs)", "own / N", "idle window");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
@@ -93,7 +93,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
       static_cast<double>(c["read_ns_1_thread"]), static_cast<double>(c["read_ns_2_threads"]),
       2 * static_cast<double>(c["elapsed_ns"]), static_cast<double>(c["passthrough_open_ns"]),
       static_cast<double>(c["release_ns"]));
-  printf("%-15s %-42s %8s %9s %11s %11s %9s %9s %9s %9s\n", "pt", "per file read", "READs",
+  printf("%-15s %-42s %8s %9s %11s %11s %9s %9s %9s %9s\n", "mode", "per file read", "READs",
          "counters", "reader", "daemon CPU", "of reader", "of daemon", "B/READ", "reader/READ");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
