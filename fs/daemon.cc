@@ -441,6 +441,10 @@ int RunMountDaemon(MountOptions options) {
       while (!verdict.empty() && verdict.back() == '\n') verdict.pop_back();
       if (verdict.rfind("ERR ", 0) == 0) {
         fprintf(stderr, "clairfs mount: %s\n", verdict.substr(4).c_str());
+        // The daemon reports before it has cleaned up; it holds the cache's lock until it
+        // exits. Wait for it, so a mount retried right after this failure finds the cache free.
+        int status = 0;
+        waitpid(pid, &status, 0);
       } else {
         int status = 0;
         waitpid(pid, &status, 0);
