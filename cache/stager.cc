@@ -2,6 +2,7 @@
 #include "cache/stager.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -34,7 +35,10 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
     auto copier = UringCopier::Create(copier_options, store_, std::move(hooks));
     if (copier.ok()) {
       copier_ = std::move(*copier);
-      workers_.emplace_back([this] { copier_->Run(); });
+      workers_.emplace_back([this] {
+        pthread_setname_np(pthread_self(), "clairfs-stage");
+        copier_->Run();
+      });
       return;
     }
     LogOnce("stage-uring-unavailable", LogLevel::kWarn,
@@ -43,7 +47,10 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
   }
   committer_ = std::make_unique<GroupCommitter>(store_, GroupCommitterOptions{});
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
+    workers_.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "clairfs-stage");
+      WorkerLoop();
+    });
   }
 }
 

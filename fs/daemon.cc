@@ -141,6 +141,7 @@ struct Daemon {
   std::unique_ptr<FileSystem> fs;
   PassthroughState passthrough;       // written by the adapter, read by status
   FuseTransportState transport;       // written by the adapter, read by status
+  std::string request_sched;          // policy of the request-serving threads (status)
   PlanPolicy* plan_policy = nullptr;  // owned by store; set when mounted with --plan
   HeatPolicy* heat_policy = nullptr;  // owned by store; set when mounted without --plan
   std::unique_ptr<PlanRuntime> plan;
@@ -164,7 +165,8 @@ StatusSources StatusSourcesOf(Daemon* d) {
                         &d->passthrough,
                         {},
                         d->heat.get(),
-                        &d->transport};
+                        &d->transport,
+                        d->request_sched};
   PlanRuntime* plan_runtime = d->plan.get();
   sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
   return sources;
@@ -266,6 +268,18 @@ Status StartDaemon(Daemon* d) {
   }
   d->fs->set_open_observer(d->plan.get());
   d->plan->Start();
+
+  // Threads this thread creates from here on inherit its policy: the control server's, the
+  // ring threads the adapter's Mount starts and libfuse's workers (Loop), i.e. those that serve
+  // requests. The staging, plan and index threads, created above, keep SCHED_OTHER so that
+  // prefetching keeps pace with readers that load the CPU (fs/sched_policy.h).
+  auto sched = ParseSchedPolicy(d->options.sched);
+  Status sched_set = sched.ok() ? ApplySchedPolicy(*sched) : sched.status();
+  if (!sched_set.ok()) {
+    Log(LogLevel::kWarn, "scheduling policy %s not applied: %s", d->options.sched.c_str(),
+        sched_set.message().c_str());
+  }
+  d->request_sched = CurrentSchedPolicyName();
 
   d->control = std::make_unique<ControlServer>(ControlSocketPathFor(d->paths.mountpoint, getuid()),
                                                getuid());
@@ -468,13 +482,6 @@ int RunMountDaemon(MountOptions options) {
     (*cache_dir)->RecordOwnerPid();
   }
   SetLogTag("clairfs[" + std::to_string(getpid()) + "]");
-  // Before any thread exists: every daemon thread inherits the policy.
-  auto sched = ParseSchedPolicy(options.sched);
-  Status sched_set = sched.ok() ? ApplySchedPolicy(*sched) : sched.status();
-  if (!sched_set.ok()) {
-    Log(LogLevel::kWarn, "scheduling policy %s not applied: %s", options.sched.c_str(),
-        sched_set.message().c_str());
-  }
 
   Daemon daemon;
   daemon.options = options;

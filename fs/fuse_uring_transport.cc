@@ -254,6 +254,7 @@ bool FuseUringTransport::TryReply(const struct iovec* iov, int count, ssize_t* w
 }
 
 void FuseUringTransport::Run(int index, int qid) {
+  pthread_setname_np(pthread_self(), "clairfs-ring");
   PinToCpu(qid);
   struct io_uring ring;
   struct io_uring_params params;

@@ -39,7 +39,7 @@ struct MountOptions {
   std::string passthrough = "auto";  // kernel FUSE passthrough: auto, on or off
   std::string fuse_uring = "auto";   // FUSE over io_uring: auto, on or off (docs/FUSE-URING.md)
   int fuse_uring_threads = 2;        // ring threads per CPU queue, each with one entry
-  std::string sched = "batch";       // the daemon threads' CPU policy: batch or normal
+  std::string sched = "normal";      // request-serving threads' CPU policy: normal or batch
   std::string log_file;              // daemon log after startup (default: stderr)
   std::string metrics_file;  // Prometheus text file rewritten every few seconds (empty = none)
   std::vector<std::string> fuse_options;  // passed to the kernel as -o

@@ -1,6 +1,7 @@
-// The CPU scheduling policy of the daemon's threads (`clairfs mount --sched batch|normal`).
+// The CPU scheduling policy of the daemon's request-serving threads (`clairfs mount --sched
+// batch|normal`): libfuse's workers, the io_uring ring threads and the control server's.
 //
-// Why batch by default: every FUSE request wakes a daemon thread while the reader waits or goes
+// Why batch is offered: every FUSE request wakes a daemon thread while the reader waits or goes
 // on. Under SCHED_OTHER a woken daemon thread preempts the running reader at once; the
 // asynchronous RELEASE after each close() then costs two extra context switches per file, and a
 // context switch is the dominant cost of a small-file open on virtual machines (docs/
@@ -10,9 +11,18 @@
 // daemon thread still runs at once. Cost: a request queued while its CPU runs another busy task
 // waits for that task's time slice (a few ms) instead of preempting it.
 //
+// Why normal is the default: when the job keeps every CPU busy (PyTorch loader processes
+// decoding), a SCHED_BATCH request thread waits for a time slice before serving an OPEN or a
+// RELEASE, and a planned mount at half capacity then missed its prefetch: in
+// tests/pytorch_e2e_test.cc run beside another PyTorch test, 730-845 hits of 852 opens in 5 of 6
+// runs with batch (3 with every daemon thread batch, 3 with only the request threads), 852 of
+// 852 in all 6 runs with normal. (Our reading: delayed RELEASEs keep consumed copies open, so
+// the prefetcher cannot make room in time; not measured.) Staging threads always stay
+// SCHED_OTHER.
+//
 // ApplySchedPolicy sets the calling thread's policy; threads it creates afterwards inherit it,
-// so the daemon calls it before starting any thread. Needs no privilege (both are non-real-time
-// policies at nice 0).
+// so the daemon calls it on its main thread after starting the staging threads and before the
+// request-serving ones. Needs no privilege (both are non-real-time policies at nice 0).
 #pragma once
 
 #include <string>

@@ -20,9 +20,9 @@ TEST(SchedPolicy, ParsesBatchAndNormalOnly) {
     EXPECT_EQ(r.status().code(), EINVAL);
   }
   MountOptions o;
-  EXPECT_EQ(o.sched, "batch");
-  ASSERT_TRUE(ApplyMountOption("sched=normal", &o).ok());
   EXPECT_EQ(o.sched, "normal");
+  ASSERT_TRUE(ApplyMountOption("sched=batch", &o).ok());
+  EXPECT_EQ(o.sched, "batch");
   EXPECT_FALSE(ApplyMountOption("sched=rr", &o).ok());
 }
 

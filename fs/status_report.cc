@@ -1,7 +1,6 @@
 // Status report: gathers counters from every layer into one JSON object (see status_report.h).
 #include "fs/status_report.h"
 
-#include "fs/sched_policy.h"
 #include "fs/stats_report.h"
 
 #include <sys/statvfs.h>
@@ -27,7 +26,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
   json j;
   j["version"] = CLAIRFS_VERSION_STRING;
   j["pid"] = getpid();
-  j["sched_policy"] = CurrentSchedPolicyName();
+  j["sched_policy"] = s.request_sched;
   j["uptime_seconds"] = uptime;
   j["mountpoint"] = s.mountpoint;
   j["backing"] = s.backing;

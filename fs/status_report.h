@@ -36,6 +36,7 @@ struct StatusSources {
   std::function<nlohmann::json()> plan;  // the "plan" object (null without a plan); may be empty
   const HeatStore* heat = nullptr;       // null: "heat" is reported as null
   const FuseTransportState* transport = nullptr;  // null: reported as /dev/fuse
+  std::string request_sched;  // CPU policy of the request-serving threads (fs/sched_policy.h)
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

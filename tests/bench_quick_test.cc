@@ -260,10 +260,10 @@ TEST(BenchQuick, PassthroughReadsEveryByteAndOnModeSendsNoRead) {
   const std::pair<std::string, uint64_t> files[] = {{"big", 1}, {"small", j["files"]}};
   for (const auto& m : j["modes"]) {
     const bool on = m["passthrough"] == "on";
-    // The default transport (auto) and policy (batch) are labelled by the passthrough mode
+    // The default transport (auto) and policy (normal) are labelled by the passthrough mode
     // alone, and each mode records which transport its mounts got.
     EXPECT_EQ(m.value("fuse_uring", ""), "auto");
-    EXPECT_EQ(m.value("sched", ""), "batch");
+    EXPECT_EQ(m.value("sched", ""), "normal");
     EXPECT_EQ(m.value("label", ""), m.value("passthrough", "?"));
     const std::string transport = m.value("fuse_transport", "");
     EXPECT_TRUE(transport == "io_uring" || transport == "dev_fuse") << transport;

@@ -10,12 +10,14 @@
 // tests/CMakeLists.txt). Tests skip, saying why, when the parameter cannot be written (not root,
 // no fuse module parameter). A killed test binary cannot restore it: check
 // /sys/module/fuse/parameters/enable_uring after an aborted run.
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -84,18 +86,7 @@ nlohmann::json Transport(ClairfsMount& m) {
 
 uint64_t RingRequests(ClairfsMount& m) { return Transport(m).value("ring_requests", uint64_t{0}); }
 
-class FuseUringTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    backing_ = dir_ / "backing";
-    mnt_ = dir_ / "mnt";
-    cache_ = dir_ / "cache";
-    MakeDirs(backing_);
-    MakeDirs(mnt_);
-  }
-  TempDir dir_;
-  std::string backing_, mnt_, cache_;
-};
+class FuseUringTest : public MountDirsTest {};
 
 #define SKIP_WITHOUT(param) \
   if (!(param).error().empty()) GTEST_SKIP() << "enable_uring: " << (param).error()
@@ -107,12 +98,22 @@ TEST_F(FuseUringTest, ServesReadsOverTheRingWithAndWithoutPassthrough) {
   for (const char* passthrough : {"off", "on"}) {
     SCOPED_TRACE(std::string("--passthrough ") + passthrough);
     ClairfsMount m(backing_, mnt_, cache_);
-    auto r = m.Mount({"--fuse-uring", "on", "--passthrough", passthrough});
+    auto r = m.Mount({"--fuse-uring", "on", "--passthrough", passthrough, "--sched", "batch"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     nlohmann::json t = Transport(m);
     ASSERT_EQ(t.value("state", ""), "io_uring") << t.dump();
     EXPECT_EQ(t.value("queues", 0), get_nprocs_conf());
     EXPECT_EQ(t.value("threads_per_queue", 0), 2);
+    // The ring threads serve requests: they run the request threads' policy (--sched batch).
+    int ring_threads = 0;
+    for (const auto& entry :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(m.pid()) + "/task")) {
+      std::string comm = ReadFile(entry.path().string() + "/comm");
+      if (comm != "clairfs-ring\n") continue;
+      ++ring_threads;
+      EXPECT_EQ(sched_getscheduler(std::stoi(entry.path().filename().string())), SCHED_BATCH);
+    }
+    EXPECT_EQ(ring_threads, 2 * get_nprocs_conf());
     const uint64_t before = RingRequests(m);
     for (const auto& [rel, content] : files) {
       EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;

@@ -2,6 +2,7 @@
 // unmounted by ClairfsMount's guard (even when an assertion fails).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -509,39 +510,89 @@ TEST_F(MountTest, UmountOfABusyMountNamesTheProblemAndLazyDetaches) {
   close(fd);
 }
 
-// The policy (field 41 of /proc/PID/task/TID/stat: 0 SCHED_OTHER, 3 SCHED_BATCH) of every thread
-// of the daemon, by thread id.
-std::map<int, int> ThreadPolicies(pid_t pid) {
-  std::map<int, int> policies;
+// A mount that fails after the daemon started (here: its metrics file cannot be written)
+// returns only once the daemon has exited and released the cache, so an immediate retry works.
+TEST_F(MountTest, AFailedMountReleasesTheCacheBeforeReturning) {
+  // Enough files that the daemon's cleanup (flushing the listing into the index) takes a while.
+  for (int i = 0; i < 2000; ++i) WriteFile(backing_ + "/f" + std::to_string(i), "x");
+  WriteFile(backing_ + "/a", "alpha");
+  ClairfsMount guard(backing_, mnt_, cache_);  // unmounts whatever is left
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    // The daemon keeps the command's stderr until it detaches: send it to a file, so that only
+    // the mount command itself is waited for (as a shell script waits for it).
+    const std::string err = dir_ / "mount.err";
+    CommandResult r =
+        testing::Run({"/bin/sh", "-c",
+                      ClairfsBin() + " mount " + backing_ + " " + mnt_ + " --cache " + cache_ +
+                          " --metrics-file " + (dir_ / "no-such-dir/m.prom") + " 2>" + err});
+    const std::string log = ReadFile(err);
+    ASSERT_EQ(r.exit_code, 1) << log;
+    EXPECT_FALSE(IsFuseMounted(mnt_));
+    // The daemon's log lines are tagged clairfs[PID]: that process must be gone.
+    const size_t tag = log.find("clairfs[");
+    ASSERT_NE(tag, std::string::npos) << log;
+    const pid_t daemon = static_cast<pid_t>(std::stol(log.substr(tag + 8)));
+    EXPECT_EQ(kill(daemon, 0), -1) << "the failed mount's daemon " << daemon << " still runs";
+    EXPECT_EQ(errno, ESRCH);
+    int fd = open((cache_ + "/lock").c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0) << "the failed mount's daemon still holds the cache";
+    close(fd);
+  }
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount().exit_code, 0);
+  EXPECT_EQ(ReadAll(mnt_ + "/a"), "alpha");
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// Name (comm) and policy (field 41 of stat: 0 SCHED_OTHER, 3 SCHED_BATCH) of every thread of
+// the daemon, by thread id.
+std::map<int, std::pair<std::string, int>> DaemonThreads(pid_t pid) {
+  std::map<int, std::pair<std::string, int>> threads;
   const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
   for (const auto& entry : fsys::directory_iterator(task_dir)) {
     std::string stat = ReadFile(entry.path().string() + "/stat");
+    std::string comm = ReadFile(entry.path().string() + "/comm");
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
     size_t paren = stat.rfind(')');
     if (paren == std::string::npos) continue;
     std::istringstream fields(stat.substr(paren + 2));
     std::string field;
     for (int i = 3; i <= 41 && (fields >> field); ++i) {
-      if (i == 41) policies[std::stoi(entry.path().filename().string())] = std::stoi(field);
+      if (i == 41) threads[std::stoi(entry.path().filename().string())] = {comm, std::stoi(field)};
     }
   }
-  return policies;
+  return threads;
 }
 
-// Every daemon thread (FUSE workers, io_uring queues, stagers, RocksDB) runs SCHED_BATCH by
-// default and SCHED_OTHER with --sched normal; status says which; reads work either way.
-TEST_F(MountTest, DaemonThreadsRunTheChosenSchedulingPolicy) {
+// The threads that serve requests (created by the main thread after the staging threads, like
+// the main thread itself from then on) run SCHED_OTHER by default and SCHED_BATCH with --sched
+// batch; the staging threads ("clairfs-stage") run SCHED_OTHER either way; status says which
+// policy the request threads have; reads work either way.
+TEST_F(MountTest, RequestThreadsRunTheChosenPolicyAndStagingThreadsStayNormal) {
   WriteFile(backing_ + "/a", "alpha");
   for (const auto& [flag, policy, name] :
-       {std::tuple<const char*, int, const char*>{nullptr, 3, "batch"}, {"normal", 0, "normal"}}) {
+       {std::tuple<const char*, int, const char*>{nullptr, 0, "normal"}, {"batch", 3, "batch"}}) {
     SCOPED_TRACE(name);
     ClairfsMount m(backing_, mnt_, cache_);
     std::vector<std::string> args;
     if (flag != nullptr) args = {"--sched", flag};
     ASSERT_EQ(m.Mount(args).exit_code, 0);
     EXPECT_EQ(ReadAll(mnt_ + "/a"), "alpha");
-    std::map<int, int> policies = ThreadPolicies(m.pid());
-    EXPECT_GT(policies.size(), 2u);
-    for (const auto& [tid, p] : policies) EXPECT_EQ(p, policy) << "thread " << tid;
+    auto threads = DaemonThreads(m.pid());
+    ASSERT_TRUE(threads.count(m.pid()));
+    EXPECT_EQ(threads[m.pid()].second, policy) << "main thread";
+    int staging = 0, serving = 0;
+    for (const auto& [tid, thread] : threads) {
+      if (thread.first == "clairfs-stage") {
+        ++staging;
+        EXPECT_EQ(thread.second, 0) << "staging thread " << tid;
+      } else if (thread.second == policy) {
+        ++serving;
+      }
+    }
+    EXPECT_GT(staging, 0);
+    EXPECT_GT(serving, 1);  // the main thread and libfuse's workers at least
     EXPECT_EQ(m.Status().value("sched_policy", ""), name);
     EXPECT_EQ(m.Umount().exit_code, 0);
   }

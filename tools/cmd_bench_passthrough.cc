@@ -64,7 +64,7 @@ struct PassthroughArgs {
   int repeat = 5;
   std::string modes = "on,off";
   std::string transports = "auto";
-  std::string scheds = "batch";
+  std::string scheds = "normal";
   uint64_t counter_calls = 2'000'000;
   bool quick = false;
   bool keep = false;
@@ -426,7 +426,7 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
         if (transports->size() > 1 || transport != "auto") {
           label += transport == "on" ? "/ring" : transport == "off" ? "/dev" : "/auto";
         }
-        if (scheds->size() > 1 || sched != "batch") label += "/" + sched;
+        if (scheds->size() > 1 || sched != "normal") label += "/" + sched;
         modes.push_back({pt, transport, sched, label});
       }
     }
@@ -557,8 +557,8 @@ void RegisterBenchPassthrough(CLI::App& bench) {
                   "such as off,on to compare /dev/fuse with io_uring in one run (on needs the "
                   "fuse module parameter enable_uring=Y)");
   cmd->add_option("--sched", args->scheds,
-                  "Daemon thread policies to measure, as mount --sched: batch (default), or "
-                  "batch,normal to compare them in one run");
+                  "Request-thread policies to measure, as mount --sched: normal (default), or "
+                  "normal,batch to compare them in one run");
   cmd->add_option("--counter-calls", args->counter_calls,
                   "Accounted READs per thread when timing the counters (default 2000000)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000'000}));

@@ -106,10 +106,12 @@ void RegisterMount(CLI::App& app) {
       ->type_name("N");
   cmd->add_option_function<std::string>(
          "--sched", item("sched"),
-         "CPU scheduling policy of the daemon's threads: batch (default: a woken daemon thread "
-         "does not preempt the reader, which saves context switches per small file) or normal "
-         "(SCHED_OTHER: requests preempt whatever runs on their CPU)")
-      ->type_name("batch|normal");
+         "CPU scheduling policy of the daemon's request-serving threads: normal (default, "
+         "SCHED_OTHER: a request preempts what runs on its CPU) or batch (SCHED_BATCH: a woken "
+         "daemon thread does not preempt the reader, which saves context switches per small "
+         "file when CPUs are free, but delays requests, releases included, when the job keeps "
+         "every CPU busy). Staging threads always run SCHED_OTHER")
+      ->type_name("normal|batch");
   cmd->add_option_function<std::string>(
          "--plan", item("plan"),
          "Access plan (e.g. torch-distributed:seed=42,world=8,ranks=0-7): stage ahead in plan "
