@@ -213,6 +213,7 @@ TEST(Heat, SmallFilesReadOftenRankAboveBigFilesReadOnce) {
 TEST(Heat, CorruptLogsFailUnlessSkipped) {
   clairfs::testing::TempDir dir;
   clairfs::testing::WriteFile(dir / "bad.darshan", "3.41garbage");
+  ASSERT_FALSE(SnyderLogs().empty()) << "no shared Darshan logs (../shared/data missing?)";
   Result<HeatTable> strict = LoadHeat({dir.path(), LogPath(SnyderLogs()[0])}, {});
   ASSERT_FALSE(strict.ok());
   EXPECT_NE(strict.status().message().find("bad.darshan: header"), std::string::npos);
