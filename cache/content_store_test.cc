@@ -983,18 +983,41 @@ TEST(ContentStoreTest, FileLargerThanCapacityIsEfbig) {
   EXPECT_TRUE(Publish(s->store.get(), Env::Default(), "big", "now small").ok());
 }
 
-TEST(ContentStoreTest, MinFreeHonouredOnATinyTmpfs) {
-  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root (see MinFreeFromEnv)";
-  TempDir tmp;
-  std::string dev = tmp / "dev";
-  testing::MakeDirs(dev);
-  if (mount("tmpfs", dev.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
-    GTEST_SKIP() << "cannot mount tmpfs: " << strerror(errno);
+// A 2 MiB tmpfs at `dir`/dev, detached when the object goes: a device small enough to fill.
+// error() says why it could not be mounted (not root, no tmpfs).
+class TinyTmpfs {
+ public:
+  explicit TinyTmpfs(const TempDir& dir) : path_(dir / "dev") {
+    if (geteuid() != 0) {
+      error_ = "mounting a tmpfs needs root";
+      return;
+    }
+    testing::MakeDirs(path_);
+    if (mount("tmpfs", path_.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
+      error_ = std::string("cannot mount tmpfs: ") + strerror(errno);
+      return;
+    }
+    mounted_ = true;
   }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{dev};
+  ~TinyTmpfs() {
+    if (mounted_) umount2(path_.c_str(), MNT_DETACH);
+  }
+  TinyTmpfs(const TinyTmpfs&) = delete;
+  TinyTmpfs& operator=(const TinyTmpfs&) = delete;
+  const std::string& path() const { return path_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string path_;
+  std::string error_;
+  bool mounted_ = false;
+};
+
+TEST(ContentStoreTest, MinFreeHonouredOnATinyTmpfs) {
+  TempDir tmp;
+  TinyTmpfs tmpfs(tmp);
+  if (!tmpfs.error().empty()) GTEST_SKIP() << tmpfs.error() << " (see MinFreeFromEnv)";
+  const std::string& dev = tmpfs.path();
   const uint64_t min_free = 1 << 20;
   std::string root = dev + "/cache";
   {
@@ -1173,17 +1196,10 @@ TEST(ContentStoreTest, ReopenWithSmallerCapacityEvictsDownToIt) {
 }
 
 TEST(ContentStoreTest, FileLargerThanTheDeviceIsEfbigAndEvictsNothing) {
-  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
   TempDir tmp;
-  std::string dev = tmp / "dev";
-  testing::MakeDirs(dev);
-  if (mount("tmpfs", dev.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
-    GTEST_SKIP() << "cannot mount tmpfs: " << strerror(errno);
-  }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{dev};
+  TinyTmpfs tmpfs(tmp);
+  if (!tmpfs.error().empty()) GTEST_SKIP() << tmpfs.error();
+  const std::string& dev = tmpfs.path();
   auto s = Open(dev + "/cache", Env::Default(), ContentStoreOptions{0, 1 << 20}, tmp / "index");
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "small", RandomBytes(4096, 1)).ok());
