@@ -192,6 +192,25 @@ TEST(BenchQuick, SmallfileReadsEveryByteInEveryMode) {
   EXPECT_EQ(j["modes"][2]["bytes_from_backing"], 0);
 }
 
+// Transports named on the command line label each mode and are what its mount got; a bad one
+// is a usage error.
+TEST(BenchQuick, SmallfileLabelsModesByTheTransportAsked) {
+  nlohmann::json j = RunBench({"smallfile", "--modes", "passthrough,pread", "--fuse-uring", "off",
+                               "--files", "200", "--threads", "2", "--repeat", "1"});
+  ASSERT_TRUE(j.contains("modes")) << j.dump();
+  ASSERT_EQ(j["modes"].size(), 2u);
+  EXPECT_EQ(j["modes"][0].value("label", ""), "passthrough/dev");
+  EXPECT_EQ(j["modes"][1].value("label", ""), "pread/dev");
+  for (const auto& m : j["modes"]) {
+    EXPECT_EQ(m.value("fuse_uring", ""), "off");
+    EXPECT_EQ(m["fuse_transport"].value("state", ""), "dev_fuse") << m.dump();
+  }
+  testing::CommandResult bad = testing::Run(
+      {testing::ClairfsBin(), "bench", "smallfile", "--quick", "--fuse-uring", "maybe"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--fuse-uring"), std::string::npos) << bad.err;
+}
+
 TEST(BenchQuick, BigfileReadsTheWholeFileEveryWay) {
   nlohmann::json j = RunBench({"bigfile", "--size", "64M"});
   ASSERT_TRUE(j.contains("sequential")) << j.dump();

@@ -11,7 +11,8 @@
 // same cache: passthrough (the kernel reads staged copies itself; opens and releases still reach
 // the daemon), pread and splice (passthrough off: the daemon serves reads the page cache misses,
 // by that method). Each mode records the FUSE transport its mount used (io_uring when the
-// kernel offers it: docs/FUSE-URING.md). Output: a table, or one JSON object with --json. Exit
+// kernel offers it: docs/FUSE-URING.md); --fuse-uring off,on measures every mode over each
+// transport in one run (rows labelled MODE/dev and MODE/ring). Output: a table, or one JSON object with --json. Exit
 // codes 0, 1 failed, 2 usage. Every mount is unmounted on every path; the work directory is
 // removed unless --keep or --dir.
 #include <dirent.h>
@@ -46,6 +47,7 @@ struct SmallfileArgs {
   std::string threads = "1,2";
   int repeat = 5;
   std::string modes = "passthrough,pread,splice";
+  std::string transports = "auto";
   bool quick = false;
   bool keep = false;
   bool json = false;
@@ -99,7 +101,22 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
   // have it); pread, splice: every open and (uncached) read through the daemon.
   auto parsed_modes = ParseChoiceList("--modes", args.modes, {"passthrough", "pread", "splice"});
   if (!parsed_modes.ok()) return parsed_modes.status();
-  const std::vector<std::string>& modes = *parsed_modes;
+  auto parsed_transports = ParseChoiceList("--fuse-uring", args.transports, {"auto", "on", "off"});
+  if (!parsed_transports.ok()) return parsed_transports.status();
+  // Every mode with every transport, transports outermost; a transport named only when asked.
+  struct Variant {
+    std::string mode, transport, label;
+  };
+  std::vector<Variant> variants;
+  for (const std::string& transport : *parsed_transports) {
+    for (const std::string& mode : *parsed_modes) {
+      std::string label = mode;
+      if (parsed_transports->size() > 1 || transport != "auto") {
+        label += transport == "on" ? "/ring" : transport == "off" ? "/dev" : "/auto";
+      }
+      variants.push_back({mode, transport, label});
+    }
+  }
   auto self = SelfExecutable();
   if (!self.ok()) return self.status();
 
@@ -138,12 +155,13 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
 
   nlohmann::json mode_results = nlohmann::json::array();
   MountStack stack(*self);
-  for (size_t m = 0; m < modes.size(); ++m) {
-    std::vector<std::string> flags = {"--cache", cache};
-    if (modes[m] == "passthrough") {
+  for (size_t m = 0; m < variants.size(); ++m) {
+    const Variant& variant = variants[m];
+    std::vector<std::string> flags = {"--cache", cache, "--fuse-uring", variant.transport};
+    if (variant.mode == "passthrough") {
       flags.insert(flags.end(), {"--passthrough", "auto"});
     } else {
-      flags.insert(flags.end(), {"--passthrough", "off", "--read-mode", modes[m]});
+      flags.insert(flags.end(), {"--passthrough", "off", "--read-mode", variant.mode});
     }
     if (m > 0) flags.insert(flags.end(), {"--manifest", "reuse"});
     CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(*backing, *mnt, flags));
@@ -209,7 +227,9 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
     }
     auto status = MountStatus(*mnt);
     if (!status.ok()) return status.status();
-    nlohmann::json result = {{"read_mode", modes[m]},
+    nlohmann::json result = {{"read_mode", variant.mode},
+                             {"fuse_uring", variant.transport},
+                             {"label", variant.label},
                              {"passthrough", (*status)["passthrough"]},
                              {"fuse_transport", status->value("fuse_transport", nlohmann::json())},
                              {"held_copy_opens", (*status)["held_copy_opens"]},
@@ -235,15 +255,16 @@ void PrintTable(const nlohmann::json& r) {
   printf("smallfile: %llu staged files of %s, open+read+close, page caches warm, median of %d\n",
          static_cast<unsigned long long>(r["files"]), FormatBytes(r["file_size"]).c_str(),
          static_cast<int>(r["repeat"]));
-  printf("%-11s %-22s %12s %12s %8s\n", "mode", "workload", "direct", "through mount", "ratio");
+  printf("%-17s %-22s %12s %12s %8s\n", "mode", "workload", "direct", "through mount", "ratio");
   for (const auto& m : r["modes"]) {
-    std::string mode = m["read_mode"];
-    if (mode == "passthrough" && m["passthrough"].value("state", "off") != "on") {
+    const std::string mode = m.value("label", m.value("read_mode", ""));
+    if (m.value("read_mode", "") == "passthrough" &&
+        m["passthrough"].value("state", "off") != "on") {
       printf("(passthrough unavailable: %s; the passthrough rows read through the daemon)\n",
              m["passthrough"].value("reason", std::string("?")).c_str());
     }
     auto line = [&](const std::string& what, const nlohmann::json& p) {
-      printf("%-11s %-22s %10.3f s %10.3f s %7.2fx\n", mode.c_str(), what.c_str(),
+      printf("%-17s %-22s %10.3f s %10.3f s %7.2fx\n", mode.c_str(), what.c_str(),
              static_cast<double>(p["direct_seconds"]), static_cast<double>(p["mount_seconds"]),
              static_cast<double>(p["ratio"]));
     };
@@ -280,6 +301,10 @@ void RegisterBenchSmallfile(CLI::App& bench) {
                   "Mounts to measure, in order: passthrough (kernel passthrough for staged "
                   "files, when available), pread and splice (passthrough off: every read that "
                   "misses the page cache goes through the daemon by that method); default all");
+  cmd->add_option("--fuse-uring", args->transports,
+                  "FUSE transports to measure, as mount --fuse-uring: auto (default), or a list "
+                  "such as off,on to compare /dev/fuse with io_uring in one run (on needs the "
+                  "fuse module parameter enable_uring=Y)");
   cmd->add_flag("--quick", args->quick, "Fewer files and repetitions (1000 files, 3 runs)");
   cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");
   cmd->add_flag("--json", args->json, "Print one JSON object");
