@@ -12,9 +12,9 @@
 // the daemon), pread and splice (passthrough off: the daemon serves reads the page cache misses,
 // by that method). Each mode records the FUSE transport its mount used (io_uring when the
 // kernel offers it: docs/FUSE-URING.md); --fuse-uring off,on measures every mode over each
-// transport in one run (rows labelled MODE/dev and MODE/ring). Output: a table, or one JSON object with --json. Exit
-// codes 0, 1 failed, 2 usage. Every mount is unmounted on every path; the work directory is
-// removed unless --keep or --dir.
+// transport in one run (rows labelled MODE/dev and MODE/ring). Output: a table, or one JSON object
+// with --json. Exit codes 0, 1 failed, 2 usage. Every mount is unmounted on every path; the work
+// directory is removed unless --keep or --dir.
 #include <dirent.h>
 #include <sys/stat.h>
 
