@@ -20,7 +20,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -67,18 +66,6 @@ class UringParameter {
   std::string error_;
   bool set_ = false;
 };
-
-std::map<std::string, std::string> MakeFiles(const std::string& root, int count, size_t max_size,
-                                             uint64_t seed) {
-  std::map<std::string, std::string> files;
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < count; ++i) {
-    std::string rel = "d" + std::to_string(i % 3) + "/f" + std::to_string(i) + ".bin";
-    files[rel] = RandomBytes(1 + rng() % max_size, seed * 1000 + static_cast<uint64_t>(i));
-    WriteFile(root + "/" + rel, files[rel]);
-  }
-  return files;
-}
 
 nlohmann::json Transport(ClairfsMount& m) {
   return m.Status().value("fuse_transport", nlohmann::json::object());

@@ -4,9 +4,22 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <random>
 #include <thread>
 
 namespace clairfs::testing {
+
+std::map<std::string, std::string> MakeFiles(const std::string& root, int count, size_t max_size,
+                                             uint64_t seed) {
+  std::map<std::string, std::string> files;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < count; ++i) {
+    std::string rel = "d" + std::to_string(i % 3) + "/f" + std::to_string(i) + ".bin";
+    files[rel] = RandomBytes(1 + rng() % max_size, seed * 1000 + static_cast<uint64_t>(i));
+    WriteFile(root + "/" + rel, files[rel]);
+  }
+  return files;
+}
 
 CommandResult ClairfsMount::Mount(const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {ClairfsBin(), "mount", backing_, mountpoint_, "--cache", cache_};

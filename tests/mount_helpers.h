@@ -5,6 +5,9 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +56,11 @@ class MountDirsTest : public ::testing::Test {
   TempDir dir_;
   std::string backing_, mnt_, cache_;
 };
+
+// `count` files of 1..max_size random bytes (deterministic for `seed`) in three directories
+// d0..d2 under `root`; returns relative path -> content.
+std::map<std::string, std::string> MakeFiles(const std::string& root, int count, size_t max_size,
+                                             uint64_t seed);
 
 // Every regular file under `root` as relative paths (sorted).
 std::vector<std::string> ListFilesRecursive(const std::string& root);

@@ -23,18 +23,6 @@
 namespace clairfs::testing {
 namespace {
 
-std::map<std::string, std::string> MakeFiles(const std::string& root, int count, size_t max_size,
-                                             uint64_t seed) {
-  std::map<std::string, std::string> files;
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < count; ++i) {
-    std::string rel = "d" + std::to_string(i % 3) + "/f" + std::to_string(i) + ".bin";
-    files[rel] = RandomBytes(1 + rng() % max_size, seed * 1000 + static_cast<uint64_t>(i));
-    WriteFile(root + "/" + rel, files[rel]);
-  }
-  return files;
-}
-
 // Reads a whole file through an mmap of it ("" for an empty or unreadable file).
 std::string ReadByMmap(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY);

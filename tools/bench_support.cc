@@ -111,6 +111,15 @@ Result<std::vector<int>> ParseIntList(const std::string& text, const std::string
   return out;
 }
 
+std::string FuseUringLabel(const std::string& fuse_uring) {
+  return fuse_uring == "on" ? "/ring" : fuse_uring == "off" ? "/dev" : "/auto";
+}
+
+const char kFuseUringListHelp[] =
+    "FUSE transports to measure, as mount --fuse-uring: auto (default), or a list such as off,on "
+    "to compare /dev/fuse with io_uring in one run (on needs the fuse module parameter "
+    "enable_uring=Y)";
+
 Result<std::vector<std::string>> ParseChoiceList(const std::string& what, const std::string& text,
                                                  const std::vector<std::string>& choices) {
   std::vector<std::string> out;

@@ -49,6 +49,12 @@ Result<ProcessStats> ReadProcessStats(pid_t pid);
 // "1,2,4" -> {1, 2, 4}; EINVAL names `what` for anything else.
 Result<std::vector<int>> ParseIntList(const std::string& text, const std::string& what);
 
+// The row-label suffix of a --fuse-uring value in the benches: "/ring" (on), "/dev" (off) or
+// "/auto".
+std::string FuseUringLabel(const std::string& fuse_uring);
+// Help of the benches' --fuse-uring list option.
+extern const char kFuseUringListHelp[];
+
 // "on,off" -> {"on", "off"} when every item is one of `choices`; EINVAL names `what` and the
 // choices for anything else.
 Result<std::vector<std::string>> ParseChoiceList(const std::string& what, const std::string& text,

@@ -424,7 +424,7 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
       for (const std::string& pt : *passthrough_modes) {
         std::string label = pt;
         if (transports->size() > 1 || transport != "auto") {
-          label += transport == "on" ? "/ring" : transport == "off" ? "/dev" : "/auto";
+          label += FuseUringLabel(transport);
         }
         if (scheds->size() > 1 || sched != "normal") label += "/" + sched;
         modes.push_back({pt, transport, sched, label});
@@ -552,10 +552,7 @@ void RegisterBenchPassthrough(CLI::App& bench) {
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 5)")
       ->check(CLI::Range(1, 100));
   cmd->add_option("--passthrough", args->modes, "Modes to measure: on,off (default), on or off");
-  cmd->add_option("--fuse-uring", args->transports,
-                  "FUSE transports to measure, as mount --fuse-uring: auto (default), or a list "
-                  "such as off,on to compare /dev/fuse with io_uring in one run (on needs the "
-                  "fuse module parameter enable_uring=Y)");
+  cmd->add_option("--fuse-uring", args->transports, kFuseUringListHelp);
   cmd->add_option("--sched", args->scheds,
                   "Request-thread policies to measure, as mount --sched: normal (default), or "
                   "normal,batch to compare them in one run");

@@ -112,7 +112,7 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
     for (const std::string& mode : *parsed_modes) {
       std::string label = mode;
       if (parsed_transports->size() > 1 || transport != "auto") {
-        label += transport == "on" ? "/ring" : transport == "off" ? "/dev" : "/auto";
+        label += FuseUringLabel(transport);
       }
       variants.push_back({mode, transport, label});
     }
@@ -301,10 +301,7 @@ void RegisterBenchSmallfile(CLI::App& bench) {
                   "Mounts to measure, in order: passthrough (kernel passthrough for staged "
                   "files, when available), pread and splice (passthrough off: every read that "
                   "misses the page cache goes through the daemon by that method); default all");
-  cmd->add_option("--fuse-uring", args->transports,
-                  "FUSE transports to measure, as mount --fuse-uring: auto (default), or a list "
-                  "such as off,on to compare /dev/fuse with io_uring in one run (on needs the "
-                  "fuse module parameter enable_uring=Y)");
+  cmd->add_option("--fuse-uring", args->transports, kFuseUringListHelp);
   cmd->add_flag("--quick", args->quick, "Fewer files and repetitions (1000 files, 3 runs)");
   cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");
   cmd->add_flag("--json", args->json, "Print one JSON object");
