@@ -238,12 +238,14 @@ Result<std::optional<ManifestNode>> Manifest::Lookup(uint64_t parent, std::strin
   return std::optional<ManifestNode>(std::move(node));
 }
 
-Status Manifest::List(uint64_t dir_ino, std::vector<ManifestChild>* children) const {
+Status Manifest::List(uint64_t dir_ino, std::vector<ManifestChild>* children, bool remember) const {
   children->clear();
+  const uint64_t version = nodes_.Version();  // before the reads (see NodeCache)
   auto key = PathOf(dir_ino);
   if (!key.ok()) return key.status();
   if (!key->has_value()) return Status::Error(ENOENT, "no such directory");
-  std::string prefix = PathForKey(**key);
+  const std::string dir_path = PathForKey(**key);
+  std::string prefix = dir_path;
   prefix += '\0';
   auto it = index_->NewIterator(IndexDb::kNames);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -252,7 +254,15 @@ Status Manifest::List(uint64_t dir_ino, std::vector<ManifestChild>* children) co
     std::string_view k(it->key().data(), it->key().size());
     children->push_back(ManifestChild{std::string(k.substr(prefix.size())), std::move(*attr)});
   }
-  return IndexDb::FromRocks(it->status(), "list manifest");
+  CLAIRFS_RETURN_IF_ERROR(IndexDb::FromRocks(it->status(), "list manifest"));
+  // A directory larger than the whole cache would only push out nodes that are still in use.
+  if (remember && children->size() <= NodeCache::kCapacity) {
+    for (const ManifestChild& child : *children) {
+      nodes_.Insert(child.attr.ino, NodeCache::Node{ChildPath(dir_path, child.name), child.attr},
+                    version);
+    }
+  }
+  return Status::Ok();
 }
 
 Status Manifest::Update(const ManifestNode& node) {

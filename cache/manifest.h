@@ -64,8 +64,10 @@ class Manifest {
   Result<std::optional<ManifestNode>> Lookup(uint64_t parent_ino, std::string_view name) const;
   Result<std::optional<ManifestNode>> Get(uint64_t ino) const;
   Result<std::optional<ManifestNode>> GetByPath(std::string_view path) const;
-  // The children of a directory, in byte order of their names.
-  Status List(uint64_t dir_ino, std::vector<ManifestChild>* children) const;
+  // The children of a directory, in byte order of their names. With `remember`, the children
+  // also enter the node cache when they all fit in it: a listing for the kernel (READDIRPLUS)
+  // gives it their dentries, so their OPENs and GETATTRs come next with no LOOKUP before them.
+  Status List(uint64_t dir_ino, std::vector<ManifestChild>* children, bool remember = false) const;
   // Replaces the attributes of an existing node (after revalidation found it changed).
   Status Update(const ManifestNode& node);
   // Calls `fn(path, attr)` for every regular file, in key order; stops early if fn returns false.

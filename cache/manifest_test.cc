@@ -277,6 +277,42 @@ TEST_F(ManifestTest, RescanReplacesTheOlderManifest) {
   EXPECT_EQ(m.summary().files, 2u);
 }
 
+// A listing for the kernel (remember) puts its children in the node cache, so the OPEN or
+// GETATTR that follows READDIRPLUS reads no index record. Seen from outside: another Manifest
+// rewrites a child's record, and only the Manifest that remembered the listing still answers
+// with the attributes it listed.
+TEST_F(ManifestTest, RememberedListingAnswersByInodeFromItsCache) {
+  WriteFile(root_ + "/dir/a", "a");
+  WriteFile(root_ + "/dir/b", "bb");
+  OpenIndex();
+  Manifest writer(index_.get());
+  ASSERT_TRUE(writer.Rescan(root_, 2, Env::Default()).ok());
+  Manifest remembering(index_.get()), forgetting(index_.get());
+  ASSERT_TRUE(remembering.UseStored(root_).ok());
+  ASSERT_TRUE(forgetting.UseStored(root_).ok());
+  auto dir = writer.GetByPath("dir");
+  ASSERT_TRUE(dir.ok() && dir->has_value());
+  std::vector<ManifestChild> listed, plain;
+  ASSERT_TRUE(remembering.List((*dir)->attr.ino, &listed, /*remember=*/true).ok());
+  ASSERT_TRUE(forgetting.List((*dir)->attr.ino, &plain).ok());
+  ASSERT_EQ(listed.size(), 2u);
+
+  auto b = writer.GetByPath("dir/b");
+  ASSERT_TRUE(b.ok() && b->has_value());
+  ManifestNode changed = **b;
+  changed.attr.size = 4096;
+  ASSERT_TRUE(writer.Update(changed).ok());
+
+  auto cached = remembering.Get(changed.attr.ino);
+  ASSERT_TRUE(cached.ok() && cached->has_value());
+  EXPECT_EQ((*cached)->path, "dir/b");
+  EXPECT_EQ((*cached)->attr.size, 2u);
+  auto read = forgetting.Get(changed.attr.ino);
+  ASSERT_TRUE(read.ok() && read->has_value());
+  EXPECT_EQ((*read)->path, "dir/b");
+  EXPECT_EQ((*read)->attr.size, 4096u);
+}
+
 TEST_F(ManifestTest, UnreadableDirectoryIsShownEmpty) {
   WriteFile(root_ + "/secret/hidden", "h");
   WriteFile(root_ + "/open/visible", "v");

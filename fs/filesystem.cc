@@ -115,7 +115,8 @@ Result<std::unique_ptr<DirListing>> FileSystem::OpenDir(uint64_t ino) {
         manifest_->GetByPath(slash == std::string::npos ? "" : node->path.substr(0, slash));
     listing->parent_ino = parent.ok() && parent->has_value() ? (*parent)->attr.ino : kRootIno;
   }
-  CLAIRFS_RETURN_IF_ERROR(manifest_->List(ino, &listing->children));
+  // For the kernel, whose READDIRPLUS turns the children into dentries that need no LOOKUP.
+  CLAIRFS_RETURN_IF_ERROR(manifest_->List(ino, &listing->children, /*remember=*/true));
   return listing;
 }
 
