@@ -32,6 +32,7 @@
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
 #include "fs/heat_handlers.h"
+#include "fs/held_copy_warmup.h"
 #include "fs/metrics_writer.h"
 #include "fs/mount_table.h"
 #include "fs/plan_handlers.h"
@@ -139,11 +140,12 @@ struct Daemon {
   std::unique_ptr<ContentStore> store;
   std::unique_ptr<Stager> stager;
   std::unique_ptr<FileSystem> fs;
-  PassthroughState passthrough;       // written by the adapter, read by status
-  FuseTransportState transport;       // written by the adapter, read by status
-  std::string request_sched;          // policy of the request-serving threads (status)
-  PlanPolicy* plan_policy = nullptr;  // owned by store; set when mounted with --plan
-  HeatPolicy* heat_policy = nullptr;  // owned by store; set when mounted without --plan
+  std::unique_ptr<HeldCopyWarmup> held_warmup;  // runs once the mount has passthrough
+  PassthroughState passthrough;                 // written by the adapter, read by status
+  FuseTransportState transport;                 // written by the adapter, read by status
+  std::string request_sched;                    // policy of the request-serving threads (status)
+  PlanPolicy* plan_policy = nullptr;            // owned by store; set when mounted with --plan
+  HeatPolicy* heat_policy = nullptr;            // owned by store; set when mounted without --plan
   std::unique_ptr<PlanRuntime> plan;
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<FuseAdapter> adapter;
@@ -169,6 +171,7 @@ StatusSources StatusSourcesOf(Daemon* d) {
                         d->request_sched};
   PlanRuntime* plan_runtime = d->plan.get();
   sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
+  sources.held_warmup = d->held_warmup.get();
   return sources;
 }
 
@@ -245,6 +248,7 @@ Status StartDaemon(Daemon* d) {
   FileSystemConfig fs_config{d->paths.backing, d->options.revalidate, d->options.read_through};
   d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
                                        d->stager.get(), env);
+  d->held_warmup = std::make_unique<HeldCopyWarmup>(d->manifest.get(), d->store.get(), env);
 
   PlanRuntimeDeps plan_deps;
   plan_deps.store = d->store.get();
@@ -330,6 +334,10 @@ Status StartDaemon(Daemon* d) {
   if (!adapter.ok()) return adapter.status();
   d->adapter = std::move(*adapter);
   CLAIRFS_RETURN_IF_ERROR(d->adapter->Mount(d->paths.mountpoint));
+  if (KernelPassthrough* passthrough = d->adapter->passthrough();
+      d->options.hold_ahead && passthrough != nullptr && passthrough->active()) {
+    d->held_warmup->Start(passthrough);
+  }
   if (!d->options.metrics_file.empty()) {
     const StatusSources sources = StatusSourcesOf(d);
     d->metrics = std::make_unique<MetricsWriter>(d->options.metrics_file, d->paths.mountpoint,
@@ -342,12 +350,14 @@ Status StartDaemon(Daemon* d) {
 void StopDaemon(Daemon* d) {
   d->metrics.reset();  // stops the writer thread and removes the file
   if (d->control) d->control->Stop();
+  if (d->held_warmup) d->held_warmup->Stop();  // it holds into the adapter's passthrough
   if (d->plan) d->plan->Stop();
   if (d->stager) d->stager->Shutdown();
   if (d->adapter) {
     d->adapter->Unmount();
     d->adapter.reset();
   }
+  d->held_warmup.reset();
   d->fs.reset();
   d->plan.reset();
   d->stager.reset();

@@ -9,7 +9,7 @@
 // removal listener) after a copy is evicted or dropped, so a held copy never outlives its entry
 // and never pins evicted bytes on the cache device.
 //
-// Threading: both methods are called from any thread; Claim on the FUSE thread serving the open.
+// Threading: every method is called from any thread; Claim on the FUSE thread serving the open.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,16 @@ class HeldCopies {
                      int* handle) = 0;
   // `data_path` no longer belongs to the cache: stop holding it once no open needs it.
   virtual void CopyRemoved(const std::string& data_path) = 0;
+
+  // Holding ahead (HeldCopyWarmup): how many more copies could be held now; 0 once the bound is
+  // reached or holding is off.
+  virtual size_t HoldRoom() const = 0;
+  // Holds `fd`, an open copy at `data_path` with the bytes of `identity`, for the first open of
+  // `ino` to claim, as if an earlier open had released it. False (nothing held) if `ino` already
+  // has an entry, its share of the bound is full, or the kernel refused. The caller keeps and
+  // closes `fd`; it must call CopyRemoved if the copy left the store meanwhile.
+  virtual bool Hold(uint64_t ino, int fd, const FileIdentity& identity,
+                    const std::string& data_path) = 0;
 };
 
 }  // namespace clairfs

@@ -105,6 +105,11 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
       return Status::Invalid("option passthrough=" + value + ": expected auto, on or off");
     }
     o->passthrough = value;
+  } else if (k == "hold_ahead") {
+    if (value != "on" && value != "off") {
+      return Status::Invalid("option hold_ahead=" + value + ": expected on or off");
+    }
+    o->hold_ahead = value == "on";
   } else if (k == "sched") {
     if (value != "batch" && value != "normal") {
       return Status::Invalid("option sched=" + value + ": expected batch or normal");

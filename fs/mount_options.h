@@ -37,10 +37,11 @@ struct MountOptions {
   int scan_threads = 8;
   std::string read_mode = "pread";   // how staged bytes reach /dev/fuse: pread or splice
   std::string passthrough = "auto";  // kernel FUSE passthrough: auto, on or off
-  std::string fuse_uring = "auto";   // FUSE over io_uring: auto, on or off (docs/FUSE-URING.md)
-  int fuse_uring_threads = 2;        // ring threads per CPU queue, each with one entry
-  std::string sched = "normal";      // request-serving threads' CPU policy: normal or batch
-  std::string log_file;              // daemon log after startup (default: stderr)
+  bool hold_ahead = true;  // passthrough: hold staged copies at mount (fs/held_copy_warmup.h)
+  std::string fuse_uring = "auto";  // FUSE over io_uring: auto, on or off (docs/FUSE-URING.md)
+  int fuse_uring_threads = 2;       // ring threads per CPU queue, each with one entry
+  std::string sched = "normal";     // request-serving threads' CPU policy: normal or batch
+  std::string log_file;             // daemon log after startup (default: stderr)
   std::string metrics_file;  // Prometheus text file rewritten every few seconds (empty = none)
   std::vector<std::string> fuse_options;  // passed to the kernel as -o
   // Access plan (see docs/PLANNER.md): spec, layout and layout root; empty spec = no plan. A

@@ -359,6 +359,45 @@ void KernelPassthrough::CopyRemoved(const std::string& data_path) {
   }
 }
 
+size_t KernelPassthrough::HoldRoom() const {
+  if (!active()) return 0;
+  const size_t bound = kIdlePerShard * shards_.size();
+  const uint64_t held = state_->held_copies();
+  return held >= bound ? 0 : static_cast<size_t>(bound - held);
+}
+
+bool KernelPassthrough::Hold(uint64_t ino, int fd, const FileIdentity& identity,
+                             const std::string& data_path) {
+  if (!active()) return false;
+  Shard& shard = ShardOf(ino);
+  {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (shard.inodes.count(ino) > 0 || shard.idle.size() >= kIdlePerShard) return false;
+  }
+  // Registered outside the lock (a kernel table insert), then entered if nothing came first.
+  const int id = BackingOpen(fuse_fd_, fd);
+  if (id < 0) return false;
+  bool held = false;
+  {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (shard.inodes.count(ino) == 0 && shard.idle.size() < kIdlePerShard) {
+      InodeEntry& e = shard.inodes[ino];
+      e.passthrough = true;
+      e.backing_id = id;
+      e.identity = identity;
+      e.data_path = data_path;
+      shard.by_data_path[data_path] = ino;
+      // Behind the ids of released opens: a recently used copy outranks one held ahead.
+      shard.idle.push_back(ino);
+      e.idle_pos = std::prev(shard.idle.end());
+      state_->AddHeldCopies(1);
+      held = true;
+    }
+  }
+  if (!held) BackingClose(fuse_fd_, id);
+  return held;
+}
+
 void KernelPassthrough::EndOpen(uint64_t ino) {
   int close_id = -1;
   {

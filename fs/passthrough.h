@@ -115,6 +115,9 @@ class KernelPassthrough final : public HeldCopies {
   bool Claim(uint64_t ino, const FileIdentity& identity, const std::string& data_path,
              int* handle) override;
   void CopyRemoved(const std::string& data_path) override;
+  size_t HoldRoom() const override;
+  bool Hold(uint64_t ino, int fd, const FileIdentity& identity,
+            const std::string& data_path) override;
 
   // 64 Ki released ids in all: each pins an open file of the cache (a few hundred bytes of
   // kernel memory and its inode), so a dataset of up to 64 Ki files (several GiB of ~110 KB

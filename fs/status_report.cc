@@ -7,6 +7,18 @@
 #include <unistd.h>
 
 namespace clairfs {
+namespace {
+
+// passthrough.held_ahead: null until the warm-up started (never, without passthrough).
+nlohmann::json HeldAheadJson(const HeldCopyWarmup* warmup) {
+  if (warmup == nullptr) return nullptr;
+  const HeldCopyWarmup::Stats s = warmup->stats();
+  if (!s.started) return nullptr;
+  return {
+      {"held", s.held}, {"files_looked_at", s.scanned}, {"done", s.done}, {"seconds", s.seconds}};
+}
+
+}  // namespace
 
 nlohmann::json BuildStatus(const StatusSources& s) {
   using nlohmann::json;
@@ -72,6 +84,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"state", passthrough_on ? "on" : "off"},
       {"reason", s.passthrough != nullptr ? s.passthrough->reason() : "not available"},
       {"held_copies", s.passthrough != nullptr ? s.passthrough->held_copies() : 0},
+      {"held_ahead", HeldAheadJson(s.held_warmup)},
       {"note",
        "the kernel reads passthrough files without the daemon: their reads are not counted, "
        "and bytes_from_cache is estimated as the whole file at each passthrough open"}};

@@ -17,6 +17,7 @@
 #include "fs/control_server.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_uring_transport.h"
+#include "fs/held_copy_warmup.h"
 #include "fs/mount_options.h"
 #include "fs/passthrough.h"
 
@@ -37,6 +38,7 @@ struct StatusSources {
   const HeatStore* heat = nullptr;       // null: "heat" is reported as null
   const FuseTransportState* transport = nullptr;  // null: reported as /dev/fuse
   std::string request_sched;  // CPU policy of the request-serving threads (fs/sched_policy.h)
+  const HeldCopyWarmup* held_warmup = nullptr;  // null: "held_ahead" is reported as null
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

@@ -1,8 +1,8 @@
 // Integration tests of kernel FUSE passthrough (fs/passthrough.h) on real mounts: byte-exact
 // reads (read and mmap) of staged files with no READ reaching the daemon, the per-inode mode
 // rules (staged while open, evicted and re-staged while open, changed while open), kill -9 and
-// remount, concurrent opens, and the fallback when the daemon lacks CAP_SYS_ADMIN. Every mount
-// is unmounted by ClairfsMount's guard.
+// remount, concurrent opens, copies held ahead at mount, and the fallback when the daemon lacks
+// CAP_SYS_ADMIN. Every mount is unmounted by ClairfsMount's guard.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -203,6 +203,63 @@ TEST_F(PassthroughTest, ReopenedCopyIsReusedUntilItIsEvicted) {
   EXPECT_EQ(ReadFile(mnt_ + "/" + victim), files.begin()->second);
   EXPECT_EQ(Counter(m, "held_copy_opens"), held1 + 1);
   EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// The held-ahead warm-up's result in status, once it is done (null if it never ran).
+nlohmann::json WaitHeldAhead(ClairfsMount& m) {
+  for (int i = 0; i < 500; ++i) {
+    nlohmann::json ahead = m.Status()["passthrough"]["held_ahead"];
+    if (ahead.is_null() || ahead.value("done", false)) return ahead;
+    usleep(10000);
+  }
+  return m.Status()["passthrough"]["held_ahead"];
+}
+
+TEST_F(PassthroughTest, CopiesHeldAheadServeFirstOpensAndNeverAStaleCopy) {
+  auto files = MakeFiles(backing_, 12, 150000, 7);
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount({"--passthrough", "on"}).exit_code, 0);
+    StageAll(m, files);
+    ASSERT_EQ(m.Umount().exit_code, 0);
+  }
+  // Changed before the remount: its copy is of other bytes and must not be held.
+  auto it = files.begin();
+  const std::string changed_before = it->first;
+  const std::string evicted = (++it)->first;
+  const std::string changed_after = (++it)->first;
+  files[changed_before] = std::string(1000, 'x');
+  WriteFile(backing_ + "/" + changed_before, files[changed_before]);
+
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--passthrough", "on", "--revalidate", "open"}).exit_code, 0);
+  nlohmann::json ahead = WaitHeldAhead(m);
+  ASSERT_FALSE(ahead.is_null());
+  EXPECT_TRUE(ahead.value("done", false)) << ahead.dump();
+  EXPECT_EQ(ahead.value("held", uint64_t{0}), files.size() - 1) << ahead.dump();
+  EXPECT_EQ(HeldCopies(m), files.size() - 1);
+  EXPECT_EQ(Counter(m, "opens"), 0u);  // held with no open at all
+
+  // Evicted: its held copy is let go at once. Changed after the mount: revalidation drops it.
+  CommandResult r = testing::Run({ClairfsBin(), "evict", mnt_, evicted});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(HeldCopies(m), files.size() - 2);
+  files[changed_after] = std::string(2000, 'y');
+  WriteFile(backing_ + "/" + changed_after, files[changed_after]);
+
+  for (const auto& [rel, content] : files) EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+  EXPECT_EQ(Counter(m, "held_copy_opens"), files.size() - 3);
+  EXPECT_EQ(ReadByMmap(mnt_ + "/" + changed_after), files[changed_after]);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+
+  // Off: no warm-up, and first opens register their copies themselves.
+  ClairfsMount off(backing_, mnt_, cache_);
+  ASSERT_EQ(off.Mount({"--passthrough", "on", "--hold-ahead", "off"}).exit_code, 0);
+  EXPECT_TRUE(off.Status()["passthrough"]["held_ahead"].is_null());
+  EXPECT_EQ(HeldCopies(off), 0u);
+  for (const auto& [rel, content] : files) EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+  EXPECT_EQ(Counter(off, "held_copy_opens"), 0u);
+  EXPECT_EQ(off.Umount().exit_code, 0);
 }
 
 TEST_F(PassthroughTest, ChangedBackingFileIsNeverServedFromTheOldCopy) {

@@ -11,7 +11,9 @@
 //    the mount ("fresh"), another direct read followed by a second read through the mount
 //    ("warm"). The big file has one reader, the small files --threads in-process readers doing
 //    open+read+close. Ratio = median direct time / median mount time (1.0 = as fast as the
-//    copies).
+//    copies). With --hold-ahead on, the new daemon's warm-up (fs/held_copy_warmup.h) runs
+//    from the mount on, beside the direct read; held_copy_opens says how many first opens found
+//    their copy held.
 //  - page-cache growth, --repeat times: a fresh mount, every copy's pages dropped
 //    (POSIX_FADV_DONTNEED), /proc/meminfo Cached sampled before and after one read of the
 //    dataset through the mount, minus what the copies' resident pages (mincore) grew by
@@ -65,6 +67,7 @@ struct PassthroughArgs {
   std::string modes = "on,off";
   std::string transports = "auto";
   std::string scheds = "normal";
+  std::string holds = "on";
   uint64_t counter_calls = 2'000'000;
   bool quick = false;
   bool keep = false;
@@ -94,11 +97,12 @@ struct Sample {
   std::string fuse_transport;  // io_uring or dev_fuse
 };
 
-// How each measured mount is made: --passthrough, --fuse-uring and --sched.
+// How each measured mount is made: --passthrough, --fuse-uring, --sched and --hold-ahead.
 struct MountMode {
   std::string passthrough;
   std::string fuse_uring;
   std::string sched;
+  std::string hold_ahead;
   // "on", or "on/ring/normal" when transports or policies are compared.
   std::string label;
 };
@@ -176,7 +180,7 @@ Result<Sample> MountFresh(MountStack& stack, const std::string& mnt, const Datas
   CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(
       ds.backing, mnt,
       {"--cache", ds.cache, "--manifest", "reuse", "--passthrough", mode.passthrough,
-       "--fuse-uring", mode.fuse_uring, "--sched", mode.sched}));
+       "--fuse-uring", mode.fuse_uring, "--sched", mode.sched, "--hold-ahead", mode.hold_ahead}));
   auto s = TakeSample(mnt);
   if (!s.ok()) return s.status();
   if (s->passthrough_state != mode.passthrough) {
@@ -418,16 +422,21 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
   if (!transports.ok()) return transports.status();
   auto scheds = ParseChoiceList("--sched", args.scheds, {"batch", "normal"});
   if (!scheds.ok()) return scheds.status();
+  auto holds = ParseChoiceList("--hold-ahead", args.holds, {"on", "off"});
+  if (!holds.ok()) return holds.status();
   std::vector<MountMode> modes;
   for (const std::string& transport : *transports) {
     for (const std::string& sched : *scheds) {
-      for (const std::string& pt : *passthrough_modes) {
-        std::string label = pt;
-        if (transports->size() > 1 || transport != "auto") {
-          label += FuseUringLabel(transport);
+      for (const std::string& hold : *holds) {
+        for (const std::string& pt : *passthrough_modes) {
+          std::string label = pt;
+          if (transports->size() > 1 || transport != "auto") {
+            label += FuseUringLabel(transport);
+          }
+          if (scheds->size() > 1 || sched != "normal") label += "/" + sched;
+          if (holds->size() > 1 || hold != "on") label += "/hold-" + hold;
+          modes.push_back({pt, transport, sched, hold, label});
         }
-        if (scheds->size() > 1 || sched != "normal") label += "/" + sched;
-        modes.push_back({pt, transport, sched, label});
       }
     }
   }
@@ -480,6 +489,7 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
     nlohmann::json m = {{"passthrough", mode.passthrough},
                         {"fuse_uring", mode.fuse_uring},
                         {"sched", mode.sched},
+                        {"hold_ahead", mode.hold_ahead},
                         {"label", mode.label}};
     nlohmann::json targets = nlohmann::json::array();
     for (Dataset* ds : {&*big, &*small}) {
@@ -556,6 +566,8 @@ void RegisterBenchPassthrough(CLI::App& bench) {
   cmd->add_option("--sched", args->scheds,
                   "Request-thread policies to measure, as mount --sched: normal (default), or "
                   "normal,batch to compare them in one run");
+  cmd->add_option("--hold-ahead", args->holds,
+                  "As mount --hold-ahead: on (default), or on,off to compare them in one run");
   cmd->add_option("--counter-calls", args->counter_calls,
                   "Accounted READs per thread when timing the counters (default 2000000)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000'000}));

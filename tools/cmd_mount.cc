@@ -93,6 +93,12 @@ void RegisterMount(CLI::App& app) {
          "CAP_SYS_ADMIN and the kernel accepts it), on (fail the mount without it) or off")
       ->type_name("auto|on|off");
   cmd->add_option_function<std::string>(
+         "--hold-ahead", item("hold_ahead"),
+         "With passthrough: right after mounting, register the staged copies (up to 64 Ki files, "
+         "in name order, on a background thread) so that each file's first open skips opening "
+         "its copy: on (default) or off")
+      ->type_name("on|off");
+  cmd->add_option_function<std::string>(
          "--fuse-uring", item("fuse_uring"),
          "FUSE requests over io_uring, one queue per CPU: auto (default: use it when the kernel "
          "offers it, i.e. Linux >= 6.14 with the fuse module parameter enable_uring=Y), on (fail "

@@ -1,0 +1,87 @@
+// HeldCopyWarmup: holds staged copies ahead of their first open (see held_copy_warmup.h).
+#include "fs/held_copy_warmup.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "planner/log.h"
+
+namespace clairfs {
+
+HeldCopyWarmup::HeldCopyWarmup(Manifest* manifest, ContentStore* store, Env* env)
+    : manifest_(manifest), store_(store), env_(env) {}
+
+HeldCopyWarmup::~HeldCopyWarmup() { Stop(); }
+
+void HeldCopyWarmup::Start(HeldCopies* held) {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this, held] {
+    pthread_setname_np(pthread_self(), "clairfs-hold");
+    // Below the request threads: a first OPEN never waits behind the warm-up.
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+    (void)Run(held);
+  });
+}
+
+void HeldCopyWarmup::Stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+HeldCopyWarmup::Stats HeldCopyWarmup::stats() const {
+  Stats s;
+  s.started = started_.load();
+  s.held = held_count_.load();
+  s.scanned = scanned_.load();
+  s.done = done_.load();
+  s.seconds = seconds_.load();
+  return s;
+}
+
+bool HeldCopyWarmup::HoldOne(const std::string& path, const NodeAttr& attr) {
+  auto copy = store_->Find(path, /*touch=*/false);  // holding ahead is not a use
+  if (!copy || !(copy->identity == attr.identity())) return false;
+  auto fd = env_->Open(copy->data_path, O_RDONLY | O_NOATIME);
+  if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
+  if (!fd.ok()) return false;  // evicted meanwhile
+  const bool held = held_->Hold(attr.ino, *fd, copy->identity, copy->data_path);
+  (void)env_->Close(*fd);
+  if (!held) return false;
+  // The store removes an entry before it tells its listener: if the copy is gone now, the
+  // listener may have run before the hold, so release it here.
+  auto still = store_->Find(path, /*touch=*/false);
+  if (!still || still->data_path != copy->data_path) {
+    held_->CopyRemoved(copy->data_path);
+    return false;
+  }
+  return true;
+}
+
+Status HeldCopyWarmup::Run(HeldCopies* held) {
+  held_ = held;
+  started_.store(true);
+  const uint64_t start = env_->NowMonotonicNanos();
+  Status walked = manifest_->ForEachFile([this](const std::string& path, const NodeAttr& attr) {
+    if (stop_.load(std::memory_order_relaxed) || held_->HoldRoom() == 0) return false;
+    scanned_.fetch_add(1, std::memory_order_relaxed);
+    if (HoldOne(path, attr)) held_count_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  });
+  seconds_.store(static_cast<double>(env_->NowMonotonicNanos() - start) / 1e9);
+  done_.store(true);
+  if (!walked.ok()) {
+    Log(LogLevel::kWarn, "passthrough: holding staged copies ahead stopped: %s",
+        walked.message().c_str());
+    return walked;
+  }
+  Log(LogLevel::kInfo,
+      "passthrough: held %llu staged copies ahead of their first open (%llu files looked at, "
+      "%.3f s%s)",
+      static_cast<unsigned long long>(held_count_.load()),
+      static_cast<unsigned long long>(scanned_.load()), seconds_.load(),
+      stop_.load() ? ", stopped at unmount" : "");
+  return Status::Ok();
+}
+
+}  // namespace clairfs
