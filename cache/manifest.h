@@ -5,8 +5,8 @@
 // lookup is one index read and getattr two, with no backing-store call and no per-file memory in
 // the daemon: a multi-million-file manifest costs RocksDB's bounded caches, not RAM per entry.
 // In front of the index, a bounded cache (NodeCache, at most 64 Ki nodes) keeps the nodes read
-// last by inode or by lookup, so the OPEN that follows a LOOKUP, and reopens of a dataset that
-// fits, read no index record.
+// last by inode, by lookup or by a listing for the kernel, so the OPEN that follows a LOOKUP or
+// a READDIRPLUS, and reopens of a dataset that fits, read no index record.
 //
 // Rescan() replaces the stored manifest by a fresh parallel listing (several threads, one
 // directory each at a time). UseStored() serves a previous listing as is (--manifest reuse): it

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/test_store.h"
+#include "fs/mount_options.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -153,6 +154,16 @@ TEST_F(HeldCopyWarmupTest, StartOnItsOwnThreadAndStop) {
   EXPECT_TRUE(warmup.stats().started);
   EXPECT_TRUE(warmup.stats().done);
   EXPECT_EQ(warmup.stats().held, held.held.size());
+}
+
+TEST(HoldAheadOption, OnByDefaultAndOnlyOnOrOff) {
+  MountOptions o;
+  EXPECT_TRUE(o.hold_ahead);
+  ASSERT_TRUE(ApplyMountOption("hold_ahead=off", &o).ok());
+  EXPECT_FALSE(o.hold_ahead);
+  ASSERT_TRUE(ApplyMountOption("hold_ahead=on", &o).ok());
+  EXPECT_TRUE(o.hold_ahead);
+  EXPECT_FALSE(ApplyMountOption("hold_ahead=yes", &o).ok());
 }
 
 }  // namespace
