@@ -5,16 +5,20 @@
 // Method: two synthetic datasets in local backing directories, one file of --big-size and
 // --files files of --file-size, each mounted once with --passthrough off and read through the
 // mount (verified; read-through stages every file), so CACHE/data holds exactly the copies a
-// later mount serves. Then for each --passthrough mode and each dataset:
-//  - reads, --repeat times: a fresh mount (--manifest reuse: the mount's own caches are empty,
+// later mount serves. Then for each dataset:
+//  - reads, --repeat runs in which every mode (each combination of --passthrough, --fuse-uring,
+//    --sched and --hold-ahead) takes its turn, so a drift of the machine's speed falls on all
+//    alike. A run of a mode: a fresh mount (--manifest reuse: the mount's own caches are empty,
 //    the copies' pages warm), a direct read of the copies followed by the first read through
 //    the mount ("fresh"), another direct read followed by a second read through the mount
 //    ("warm"). The big file has one reader, the small files --threads in-process readers doing
 //    open+read+close. Ratio = median direct time / median mount time (1.0 = as fast as the
-//    copies). With --hold-ahead on, the new daemon's warm-up (fs/held_copy_warmup.h) runs
-//    from the mount on, beside the direct read; held_copy_opens says how many first opens found
-//    their copy held.
-//  - page-cache growth, --repeat times: a fresh mount, every copy's pages dropped
+//    copies). For the small files, another fresh mount, whose tree is listed and then read
+//    ("listed", both timed, beside the same on the copies): a loader that indexes its dataset
+//    first, whose READDIRPLUS leaves no LOOKUP for the reads. With --hold-ahead on, the reads start
+//    once the new daemon's warm-up (fs/held_copy_warmup.h) has ended (its time is reported);
+//    held_copy_opens says how many first opens found their copy held.
+//  - per mode, page-cache growth, --repeat times: a fresh mount, every copy's pages dropped
 //    (POSIX_FADV_DONTNEED), /proc/meminfo Cached sampled before and after one read of the
 //    dataset through the mount, minus what the copies' resident pages (mincore) grew by
 //    meanwhile: what remains is what the mount's own page cache added. Other processes' page
@@ -94,7 +98,8 @@ struct Sample {
   double daemon_cpu_seconds = 0;
   std::string passthrough_state;
   std::string passthrough_reason;
-  std::string fuse_transport;  // io_uring or dev_fuse
+  std::string fuse_transport;     // io_uring or dev_fuse
+  double held_ahead_seconds = 0;  // the mount's hold-ahead warm-up (0 when it did not run)
 };
 
 // How each measured mount is made: --passthrough, --fuse-uring, --sched and --hold-ahead.
@@ -174,15 +179,34 @@ Status Stage(MountStack& stack, const std::string& mnt, Dataset* ds) {
   return Status::Ok();
 }
 
-// Mounts `ds` fresh in `mode` and checks that passthrough is what was asked for.
+// Waits for the mount's hold-ahead warm-up to end; returns how long it took (0 if it did not
+// run). Reads start after it, as a job's first epoch starts after its start-up: a direct read
+// beside the warm-up would be slowed by it and flatter the mount's ratio.
+Result<double> WaitHeldAhead(const std::string& mnt) {
+  for (int i = 0; i < 6000; ++i) {
+    auto status = MountStatus(mnt);
+    if (!status.ok()) return status.status();
+    const nlohmann::json ahead = (*status)["passthrough"].value("held_ahead", nlohmann::json());
+    if (ahead.is_null()) return 0.0;
+    if (ahead.value("done", false)) return ahead.value("seconds", 0.0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return Status::Error(ETIMEDOUT, "the hold-ahead warm-up of " + mnt + " did not end in 60 s");
+}
+
+// Mounts `ds` fresh in `mode`, waits for its hold-ahead warm-up, and checks that passthrough is
+// what was asked for.
 Result<Sample> MountFresh(MountStack& stack, const std::string& mnt, const Dataset& ds,
                           const MountMode& mode) {
   CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(
       ds.backing, mnt,
       {"--cache", ds.cache, "--manifest", "reuse", "--passthrough", mode.passthrough,
        "--fuse-uring", mode.fuse_uring, "--sched", mode.sched, "--hold-ahead", mode.hold_ahead}));
+  auto held_ahead = WaitHeldAhead(mnt);
+  if (!held_ahead.ok()) return held_ahead.status();
   auto s = TakeSample(mnt);
   if (!s.ok()) return s.status();
+  s->held_ahead_seconds = *held_ahead;
   if (s->passthrough_state != mode.passthrough) {
     return Status::Error(EIO, "mounted with --passthrough " + mode.passthrough +
                                   " but status says " + s->passthrough_state + " (" +
@@ -193,8 +217,10 @@ Result<Sample> MountFresh(MountStack& stack, const std::string& mnt, const Datas
 
 // Medians of the per-run deltas of one kind of read through the mount.
 struct ReadSeries {
-  std::vector<double> direct, mount, read_requests, passthrough_opens, held_copy_opens, cpu;
+  std::vector<double> direct, mount, read_requests, passthrough_opens, held_copy_opens, cpu,
+      held_ahead;
   void Add(double direct_s, double mount_s, const Sample& before, const Sample& after) {
+    held_ahead.push_back(before.held_ahead_seconds);
     direct.push_back(direct_s);
     mount.push_back(mount_s);
     read_requests.push_back(static_cast<double>(after.read_requests - before.read_requests));
@@ -213,50 +239,102 @@ struct ReadSeries {
              static_cast<uint64_t>(*std::max_element(read_requests.begin(), read_requests.end()))},
             {"passthrough_opens", static_cast<uint64_t>(Median(passthrough_opens))},
             {"held_copy_opens", static_cast<uint64_t>(Median(held_copy_opens))},
-            {"daemon_cpu_seconds", Median(cpu)}};
+            {"daemon_cpu_seconds", Median(cpu)},
+            {"held_ahead_seconds", Median(held_ahead)}};
   }
 };
 
-// Fresh and warm reads through `repeat` fresh mounts, each beside a direct read of the copies.
-Result<nlohmann::json> TimeReads(MountStack& stack, const std::string& mnt, const Dataset& ds,
-                                 const MountMode& mode, int repeat) {
-  // Every mode starts from the same page cache: the copies' pages dropped and read back
-  // directly. How pages came in (written by the stager, or read back through the mount by the
-  // previous mode's growth runs) changes their folio sizes, and with them the time of a read:
-  // measured 0.030 s vs 0.050 s for the same direct read of 3000 x 110 KiB.
+// One run of the three reads of `mode` (fresh, warm, listed), each beside a direct read of the
+// copies, added to `series`.
+struct ModeSeries {
+  ReadSeries fresh, warm, listed;
+  std::string transport;
+};
+
+Status TimeOneRun(MountStack& stack, const std::string& mnt, const Dataset& ds,
+                  const MountMode& mode, ModeSeries* series) {
+  auto s0 = MountFresh(stack, mnt, ds, mode);
+  if (!s0.ok()) return s0.status();
+  series->transport = s0->fuse_transport;
+  // Each read through the mount right after a direct read, so both see the same moment's
+  // load (a fresh daemon's start-up included).
+  auto direct_1 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+  if (!direct_1.ok()) return direct_1.status();
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_1, ds, "direct read"));
+  auto first = ReadFiles(mnt, ds.files, ds.threads, false);
+  if (!first.ok()) return first.status();
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*first, ds, "first read through the mount"));
+  auto s1 = TakeSample(mnt);
+  if (!s1.ok()) return s1.status();
+  auto direct_2 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+  if (!direct_2.ok()) return direct_2.status();
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_2, ds, "direct read"));
+  auto second = ReadFiles(mnt, ds.files, ds.threads, false);
+  if (!second.ok()) return second.status();
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*second, ds, "second read through the mount"));
+  auto s2 = TakeSample(mnt);
+  if (!s2.ok()) return s2.status();
+  CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+  series->fresh.Add(direct_1->seconds, first->seconds, *s0, *s1);
+  series->warm.Add(direct_2->seconds, second->seconds, *s1, *s2);
+
+  // A loader that lists its dataset before reading it (torchvision's ImageFolder): another
+  // fresh mount, its tree listed then read (READDIRPLUS gives the kernel every dentry, so no
+  // LOOKUP per file), beside the same on the copies. Listing and reading are timed together.
+  // Only for the small files: one big file has no LOOKUPs to save.
+  if (ds.name != "small") return Status::Ok();
+  auto s3 = MountFresh(stack, mnt, ds, mode);
+  if (!s3.ok()) return s3.status();
+  auto list_and_read = [&](const std::string& root,
+                           const std::vector<SyntheticFile>& files) -> Result<double> {
+    const auto start = std::chrono::steady_clock::now();
+    auto listed_entries = ListTree(root);
+    if (!listed_entries.ok()) return listed_entries.status();
+    auto read = ReadFiles(root, files, ds.threads, false);
+    if (!read.ok()) return read.status();
+    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*read, ds, "read after listing " + root));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  auto direct_3 = list_and_read(ds.data(), ds.copies);
+  if (!direct_3.ok()) return direct_3.status();
+  auto third = list_and_read(mnt, ds.files);
+  if (!third.ok()) return third.status();
+  auto s4 = TakeSample(mnt);
+  if (!s4.ok()) return s4.status();
+  CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+  series->listed.Add(*direct_3, *third, *s3, *s4);
+  return Status::Ok();
+}
+
+// Fresh, warm and listed reads of every mode through `repeat` fresh mounts each. The modes take
+// turns run by run, so that a drift of the machine's speed over the minutes a comparison takes
+// (measured: direct reads of the same copies 10-20% apart between consecutive blocks of runs)
+// falls on every mode alike. One JSON object per mode, in the order of `modes`.
+Result<std::vector<nlohmann::json>> TimeReads(MountStack& stack, const std::string& mnt,
+                                              const Dataset& ds,
+                                              const std::vector<MountMode>& modes, int repeat) {
+  // Every comparison starts from the same page cache: the copies' pages dropped and read back
+  // directly. How pages came in (written by the stager, or read back through the mount by
+  // growth runs) changes their folio sizes, and with them the time of a read: measured 0.030 s
+  // vs 0.050 s for the same direct read of 3000 x 110 KiB.
   for (const auto& c : ds.copies) CLAIRFS_RETURN_IF_ERROR(DropPages(ds.data() + "/" + c.relpath));
   auto warm_up = ReadFiles(ds.data(), ds.copies, ds.threads, false);
   if (!warm_up.ok()) return warm_up.status();
-  ReadSeries fresh, warm;
-  std::string transport;
+  std::vector<ModeSeries> series(modes.size());
   for (int r = 0; r < repeat; ++r) {
-    auto s0 = MountFresh(stack, mnt, ds, mode);
-    if (!s0.ok()) return s0.status();
-    transport = s0->fuse_transport;
-    // Each read through the mount right after a direct read, so both see the same moment's
-    // load (a fresh daemon's start-up included).
-    auto direct_1 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
-    if (!direct_1.ok()) return direct_1.status();
-    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_1, ds, "direct read"));
-    auto first = ReadFiles(mnt, ds.files, ds.threads, false);
-    if (!first.ok()) return first.status();
-    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*first, ds, "first read through the mount"));
-    auto s1 = TakeSample(mnt);
-    if (!s1.ok()) return s1.status();
-    auto direct_2 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
-    if (!direct_2.ok()) return direct_2.status();
-    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_2, ds, "direct read"));
-    auto second = ReadFiles(mnt, ds.files, ds.threads, false);
-    if (!second.ok()) return second.status();
-    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*second, ds, "second read through the mount"));
-    auto s2 = TakeSample(mnt);
-    if (!s2.ok()) return s2.status();
-    CLAIRFS_RETURN_IF_ERROR(stack.Pop());
-    fresh.Add(direct_1->seconds, first->seconds, *s0, *s1);
-    warm.Add(direct_2->seconds, second->seconds, *s1, *s2);
+    for (size_t i = 0; i < modes.size(); ++i) {
+      Status st = TimeOneRun(stack, mnt, ds, modes[i], &series[i]);
+      if (!st.ok()) return st.WithContext(modes[i].label);
+    }
   }
-  return nlohmann::json{
-      {"fresh", fresh.Json()}, {"warm", warm.Json()}, {"fuse_transport", transport}};
+  std::vector<nlohmann::json> out;
+  for (const ModeSeries& s : series) {
+    nlohmann::json j = {
+        {"fresh", s.fresh.Json()}, {"warm", s.warm.Json()}, {"fuse_transport", s.transport}};
+    if (!s.listed.direct.empty()) j["listed"] = s.listed.Json();
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 // Bytes of `ds`'s copies in the page cache.
@@ -484,29 +562,36 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
   MountStack stack(*self);
   CLAIRFS_RETURN_IF_ERROR(Stage(stack, *mnt, &*big));
   CLAIRFS_RETURN_IF_ERROR(Stage(stack, *mnt, &*small));
-  nlohmann::json mode_results = nlohmann::json::array();
+  std::vector<nlohmann::json> results;
   for (const MountMode& mode : modes) {
-    nlohmann::json m = {{"passthrough", mode.passthrough},
-                        {"fuse_uring", mode.fuse_uring},
-                        {"sched", mode.sched},
-                        {"hold_ahead", mode.hold_ahead},
-                        {"label", mode.label}};
-    nlohmann::json targets = nlohmann::json::array();
-    for (Dataset* ds : {&*big, &*small}) {
-      auto reads = TimeReads(stack, *mnt, *ds, mode, args.repeat);
-      if (!reads.ok()) return reads.status().WithContext(ds->name + ", " + mode.label);
+    results.push_back({{"passthrough", mode.passthrough},
+                       {"fuse_uring", mode.fuse_uring},
+                       {"sched", mode.sched},
+                       {"hold_ahead", mode.hold_ahead},
+                       {"label", mode.label}});
+  }
+  for (Dataset* ds : {&*big, &*small}) {
+    auto reads = TimeReads(stack, *mnt, *ds, modes, args.repeat);
+    if (!reads.ok()) return reads.status().WithContext(ds->name);
+    for (size_t i = 0; i < modes.size(); ++i) {
+      const MountMode& mode = modes[i];
+      nlohmann::json& r = (*reads)[i];
       auto growth = MeasureGrowth(stack, *mnt, *ds, mode, args.repeat,
-                                  (*reads)["fresh"]["mount_seconds"].get<double>());
+                                  r["fresh"]["mount_seconds"].get<double>());
       if (!growth.ok()) return growth.status().WithContext(ds->name + ", " + mode.label);
-      (*reads)["growth"] = *growth;
+      r["growth"] = *growth;
       auto verified = VerifyReads(stack, *mnt, *ds, mode);
       if (!verified.ok()) return verified.status().WithContext(ds->name + ", " + mode.label);
-      (*reads)["verify"] = *verified;
-      (*reads)["counter_share"] = {{"fresh", CounterShare(cost, *ds, (*reads)["fresh"])},
-                                   {"warm", CounterShare(cost, *ds, (*reads)["warm"])}};
-      m["fuse_transport"] = (*reads)["fuse_transport"];
-      m[ds->name] = *reads;
+      r["verify"] = *verified;
+      r["counter_share"] = {{"fresh", CounterShare(cost, *ds, r["fresh"])},
+                            {"warm", CounterShare(cost, *ds, r["warm"])}};
+      results[i]["fuse_transport"] = r["fuse_transport"];
+      results[i][ds->name] = r;
     }
+  }
+  nlohmann::json mode_results = nlohmann::json::array();
+  for (nlohmann::json& m : results) {
+    nlohmann::json targets = nlohmann::json::array();
     const double big_fresh = m["big"]["fresh"]["ratio"];
     const double small_fresh = m["small"]["fresh"]["ratio"];
     const double small_warm = m["small"]["warm"]["ratio"];

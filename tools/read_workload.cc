@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <latch>
 #include <memory>
@@ -111,6 +112,17 @@ ReadResult CheckFiles(const std::string& root, const std::vector<SyntheticFile>&
                       const std::function<void(uint64_t, uint64_t)>& progress) {
   return RunReaders(root, files, threads, /*verify=*/true, /*stop_on_error=*/false, progress,
                     nullptr);
+}
+
+Result<uint64_t> ListTree(const std::string& root) {
+  std::error_code ec;
+  uint64_t entries = 0;
+  for (std::filesystem::recursive_directory_iterator it(root, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    ++entries;
+  }
+  if (ec) return Status::Error(ec.value(), "list " + root + ": " + ec.message());
+  return entries;
 }
 
 Result<OpenBurstResult> TimeConcurrentOpens(const std::vector<std::string>& paths) {

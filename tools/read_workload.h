@@ -1,6 +1,6 @@
 // Read workloads shared by the benchmark instruments and the integration tests: read a list of
-// files with N threads (optionally verifying synthetic content), and time a burst of concurrent
-// opens.
+// files with N threads (optionally verifying synthetic content), list a tree, and time a burst
+// of concurrent opens.
 //
 // Files are read with read(2) into a 1 MiB buffer per thread, each thread taking files
 // round-robin from a shared counter. Times come from CLOCK_MONOTONIC (steady_clock).
@@ -39,6 +39,10 @@ Result<ReadResult> ReadFiles(const std::string& root, const std::vector<Syntheti
 // totals, never concurrently.
 ReadResult CheckFiles(const std::string& root, const std::vector<SyntheticFile>& files, int threads,
                       const std::function<void(uint64_t, uint64_t)>& progress);
+
+// Lists every directory under `root` (readdir, recursively, as a loader indexing its dataset
+// does: through a FUSE mount, READDIRPLUS); returns how many entries it saw.
+Result<uint64_t> ListTree(const std::string& root);
 
 struct OpenBurstResult {
   double wall_seconds = 0;     // from the first thread's start to the last open's return
