@@ -239,6 +239,10 @@ TEST_F(PassthroughTest, CopiesHeldAheadServeFirstOpensAndNeverAStaleCopy) {
   EXPECT_EQ(ahead.value("held", uint64_t{0}), files.size() - 1) << ahead.dump();
   EXPECT_EQ(HeldCopies(m), files.size() - 1);
   EXPECT_EQ(Counter(m, "opens"), 0u);  // held with no open at all
+  CommandResult shown = testing::Run({ClairfsBin(), "status", mnt_});
+  EXPECT_NE(shown.out.find("(" + std::to_string(files.size() - 1) + " held ahead at mount)"),
+            std::string::npos)
+      << shown.out;
 
   // Evicted: its held copy is let go at once. Changed after the mount: revalidation drops it.
   CommandResult r = testing::Run({ClairfsBin(), "evict", mnt_, evicted});

@@ -63,10 +63,17 @@ void PrintHuman(const nlohmann::json& j) {
     if (p.value("state", "off") == "on") {
       printf(
           "passthrough on: %llu opens read by the kernel (read counts estimated for them), %llu "
-          "of them of a copy it already held; %llu copies held\n",
+          "of them of a copy it already held; %llu copies held",
           static_cast<unsigned long long>(u("passthrough_opens")),
           static_cast<unsigned long long>(u("held_copy_opens")),
           static_cast<unsigned long long>(p.value("held_copies", uint64_t{0})));
+      const nlohmann::json ahead = p.value("held_ahead", nlohmann::json());
+      if (ahead.is_object()) {
+        printf(" (%llu held ahead at mount%s)",
+               static_cast<unsigned long long>(ahead.value("held", uint64_t{0})),
+               ahead.value("done", false) ? "" : ", still holding");
+      }
+      printf("\n");
     } else {
       printf("passthrough off (%s)\n", p.value("reason", "").c_str());
     }
