@@ -221,12 +221,18 @@ Result<std::optional<ManifestNode>> Manifest::GetByPath(std::string_view path) c
 }
 
 Result<std::optional<ManifestNode>> Manifest::Lookup(uint64_t parent, std::string_view name) const {
+  const uint64_t version = nodes_.Version();  // before the reads (see NodeCache)
+  uint64_t child_ino = 0;
+  NodeCache::Node cached;
+  if (nodes_.GetChild(parent, name, &child_ino) && nodes_.Get(child_ino, &cached)) {
+    return std::optional<ManifestNode>(
+        ManifestNode{std::move(cached.path), std::move(cached.attr)});
+  }
   auto parent_node = Get(parent);
   if (!parent_node.ok()) return parent_node.status();
   if (!parent_node->has_value()) return std::optional<ManifestNode>();
   const std::string& parent_path = (*parent_node)->path;
   std::string key = ChildKey(parent_path, name);
-  const uint64_t version = nodes_.Version();  // before the read (see NodeCache)
   auto value = index_->Get(IndexDb::kNames, key);
   if (!value.ok()) return value.status();
   if (!value->has_value()) return std::optional<ManifestNode>();
@@ -235,6 +241,7 @@ Result<std::optional<ManifestNode>> Manifest::Lookup(uint64_t parent, std::strin
   ManifestNode node{ChildPath(parent_path, name), std::move(*attr)};
   // The kernel's OPEN or GETATTR of this inode usually follows at once.
   nodes_.Insert(node.attr.ino, NodeCache::Node{node.path, node.attr}, version);
+  nodes_.InsertChild(parent, name, node.attr.ino, version);
   return std::optional<ManifestNode>(std::move(node));
 }
 
@@ -260,9 +267,20 @@ Status Manifest::List(uint64_t dir_ino, std::vector<ManifestChild>* children, bo
     for (const ManifestChild& child : *children) {
       nodes_.Insert(child.attr.ino, NodeCache::Node{ChildPath(dir_path, child.name), child.attr},
                     version);
+      nodes_.InsertChild(dir_ino, child.name, child.attr.ino, version);
     }
   }
   return Status::Ok();
+}
+
+void Manifest::Remember(uint64_t parent_ino, const std::string& path, const NodeAttr& attr,
+                        uint64_t version) const {
+  const size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string::npos
+                                    ? std::string_view(path)
+                                    : std::string_view(path).substr(slash + 1);
+  nodes_.Insert(attr.ino, NodeCache::Node{path, attr}, version);
+  nodes_.InsertChild(parent_ino, name, attr.ino, version);
 }
 
 Status Manifest::Update(const ManifestNode& node) {

@@ -5,8 +5,9 @@
 // lookup is one index read and getattr two, with no backing-store call and no per-file memory in
 // the daemon: a multi-million-file manifest costs RocksDB's bounded caches, not RAM per entry.
 // In front of the index, a bounded cache (NodeCache, at most 64 Ki nodes) keeps the nodes read
-// last by inode, by lookup or by a listing for the kernel, so the OPEN that follows a LOOKUP or
-// a READDIRPLUS, and reopens of a dataset that fits, read no index record.
+// last by inode, by lookup, by a listing for the kernel or remembered ahead (Remember), so the
+// OPEN that follows a LOOKUP or a READDIRPLUS, the LOOKUP of a remembered file, and reopens of a
+// dataset that fits, read no index record.
 //
 // Rescan() replaces the stored manifest by a fresh parallel listing (several threads, one
 // directory each at a time). UseStored() serves a previous listing as is (--manifest reuse): it
@@ -70,6 +71,12 @@ class Manifest {
   Status List(uint64_t dir_ino, std::vector<ManifestChild>* children, bool remember = false) const;
   // Replaces the attributes of an existing node (after revalidation found it changed).
   Status Update(const ManifestNode& node);
+  // Enters a file read from the index (by ForEachFile) in the node cache as a LOOKUP of it
+  // would, so the kernel's LOOKUP and OPEN of it read no index record. `version`: CacheVersion()
+  // taken before that read; `parent_ino`: its directory's inode.
+  void Remember(uint64_t parent_ino, const std::string& path, const NodeAttr& attr,
+                uint64_t version) const;
+  uint64_t CacheVersion() const { return nodes_.Version(); }
   // Calls `fn(path, attr)` for every regular file, in key order; stops early if fn returns false.
   Status ForEachFile(const std::function<bool(const std::string&, const NodeAttr&)>& fn) const;
 

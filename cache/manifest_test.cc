@@ -313,6 +313,64 @@ TEST_F(ManifestTest, RememberedListingAnswersByInodeFromItsCache) {
   EXPECT_EQ((*read)->attr.size, 4096u);
 }
 
+// A remembered file (what the hold-ahead warm-up does) and a listed child are looked up from
+// the cache: after another Manifest rewrites their records, this one still answers with what it
+// remembered, while a file it never saw is read from the index.
+TEST_F(ManifestTest, RememberedAndListedFilesAreLookedUpFromTheCache) {
+  WriteFile(root_ + "/dir/a", "a");
+  WriteFile(root_ + "/dir/b", "bb");
+  WriteFile(root_ + "/other/c", "ccc");
+  OpenIndex();
+  Manifest writer(index_.get());
+  ASSERT_TRUE(writer.Rescan(root_, 2, Env::Default()).ok());
+  Manifest m(index_.get());
+  ASSERT_TRUE(m.UseStored(root_).ok());
+  auto dir = writer.GetByPath("dir");
+  auto other = writer.GetByPath("other");
+  ASSERT_TRUE(dir.ok() && dir->has_value() && other.ok() && other->has_value());
+  const uint64_t dir_ino = (*dir)->attr.ino, other_ino = (*other)->attr.ino;
+
+  const uint64_t version = m.CacheVersion();
+  auto a = writer.GetByPath("dir/a");
+  ASSERT_TRUE(a.ok() && a->has_value());
+  m.Remember(dir_ino, "dir/a", (*a)->attr, version);
+  std::vector<ManifestChild> children;
+  ASSERT_TRUE(m.List(other_ino, &children, /*remember=*/true).ok());
+
+  for (const char* path : {"dir/a", "dir/b", "other/c"}) {
+    auto node = writer.GetByPath(path);
+    ASSERT_TRUE(node.ok() && node->has_value());
+    ManifestNode changed = **node;
+    changed.attr.size = 4096;
+    ASSERT_TRUE(writer.Update(changed).ok());
+  }
+  auto looked_a = m.Lookup(dir_ino, "a");
+  ASSERT_TRUE(looked_a.ok() && looked_a->has_value());
+  EXPECT_EQ((*looked_a)->path, "dir/a");
+  EXPECT_EQ((*looked_a)->attr.size, 1u);  // remembered
+  auto looked_c = m.Lookup(other_ino, "c");
+  ASSERT_TRUE(looked_c.ok() && looked_c->has_value());
+  EXPECT_EQ((*looked_c)->path, "other/c");
+  EXPECT_EQ((*looked_c)->attr.size, 3u);  // listed
+  auto looked_b = m.Lookup(dir_ino, "b");
+  ASSERT_TRUE(looked_b.ok() && looked_b->has_value());
+  EXPECT_EQ((*looked_b)->attr.size, 4096u);  // never seen: read from the index
+  EXPECT_FALSE(m.Lookup(dir_ino, "c")->has_value());
+  EXPECT_FALSE(m.Lookup(other_ino, "a")->has_value());
+
+  // A remembered read that raced with an update (here of another file) is not kept.
+  Manifest fresh(index_.get());
+  ASSERT_TRUE(fresh.UseStored(root_).ok());
+  const uint64_t stale = fresh.CacheVersion();
+  auto c = writer.GetByPath("other/c");
+  ASSERT_TRUE(fresh.Update(**c).ok());
+  auto b = writer.GetByPath("dir/b");
+  NodeAttr old_b = (*b)->attr;
+  old_b.size = 2;
+  fresh.Remember(dir_ino, "dir/b", old_b, stale);
+  EXPECT_EQ((*fresh.Lookup(dir_ino, "b"))->attr.size, 4096u);
+}
+
 TEST_F(ManifestTest, UnreadableDirectoryIsShownEmpty) {
   WriteFile(root_ + "/secret/hidden", "h");
   WriteFile(root_ + "/open/visible", "v");

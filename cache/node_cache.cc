@@ -47,6 +47,43 @@ void NodeCache::Clear() {
     shard.nodes.clear();
     shard.order.clear();
   }
+  for (ChildShard& shard : children_) {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    version_.fetch_add(1, std::memory_order_acq_rel);
+    shard.inos.clear();
+    shard.order.clear();
+  }
+}
+
+std::string_view NodeCache::ChildKey(uint64_t parent, std::string_view name) {
+  thread_local std::string key;
+  key.assign(reinterpret_cast<const char*>(&parent), sizeof(parent));
+  key.append(name);
+  return key;
+}
+
+bool NodeCache::GetChild(uint64_t parent, std::string_view name, uint64_t* ino) {
+  const std::string_view key = ChildKey(parent, name);
+  ChildShard& shard = ChildShardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.inos.find(key);
+  if (it == shard.inos.end()) return false;
+  *ino = it->second;
+  return true;
+}
+
+void NodeCache::InsertChild(uint64_t parent, std::string_view name, uint64_t ino,
+                            uint64_t version) {
+  const std::string_view key = ChildKey(parent, name);
+  ChildShard& shard = ChildShardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  if (version_.load(std::memory_order_acquire) != version || shard.inos.count(key) > 0) return;
+  shard.inos.emplace(std::string(key), ino);
+  shard.order.emplace_back(key);
+  while (shard.order.size() > kPerShard) {
+    shard.inos.erase(shard.order.front());
+    shard.order.pop_front();
+  }
 }
 
 size_t NodeCache::size() {

@@ -17,6 +17,10 @@
 // update never brings back the old attributes. Updates are rare (a file found changed at open),
 // so one cache-wide count serves, and a lookup need not know the inode before it reads.
 //
+// Children: a second bounded map, (parent inode, name) -> inode, answers a LOOKUP without the
+// index when the child's node is cached too. A name's inode changes only with a new listing, so
+// its entries are never replaced; Clear() drops them and InsertChild() follows Insert()'s rule.
+//
 // Threading: every method may be called from any thread; each takes one shard mutex for a map
 // operation and a copy (no I/O under it).
 #pragma once
@@ -27,6 +31,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "cache/node_attr.h"
@@ -53,11 +58,30 @@ class NodeCache {
   void Insert(uint64_t ino, const Node& node, uint64_t version);
   // Adds or replaces a node whose index record was just written.
   void Put(uint64_t ino, const Node& node);
-  // Drops every node (the manifest was replaced); reads in flight do not insert theirs.
+  // Drops every node and child (the manifest was replaced); reads in flight do not insert.
   void Clear();
   size_t size();
 
+  // The inode of `name` in directory `parent`, if cached.
+  bool GetChild(uint64_t parent, std::string_view name, uint64_t* ino);
+  // Adds a child read from the index after Version() returned `version` (as Insert).
+  void InsertChild(uint64_t parent, std::string_view name, uint64_t ino, uint64_t version);
+
  private:
+  // Keys are the parent's inode (8 bytes) then the name; looked up without a copy.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+  };
+  struct ChildShard {
+    std::mutex mu;  // guards inos and order
+    std::unordered_map<std::string, uint64_t, KeyHash, std::equal_to<>> inos;
+    std::deque<std::string> order;  // keys in insertion order, oldest first
+  };
+  // The key of (parent, name) in a buffer of the calling thread.
+  static std::string_view ChildKey(uint64_t parent, std::string_view name);
+  ChildShard& ChildShardOf(std::string_view key) { return children_[KeyHash{}(key) % kShards]; }
+
   struct Shard {
     std::mutex mu;  // guards nodes and order
     std::unordered_map<uint64_t, Node> nodes;
@@ -68,6 +92,7 @@ class NodeCache {
   static void AddLocked(Shard& shard, uint64_t ino, const Node& node);
 
   std::array<Shard, kShards> shards_;
+  std::array<ChildShard, kShards> children_;
   // Put() and Clear() calls so far; changed under the shard lock of the node put (all for Clear),
   // checked by Insert under its node's shard lock.
   std::atomic<uint64_t> version_{0};

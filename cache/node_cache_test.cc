@@ -1,5 +1,6 @@
 // Tests of NodeCache: hits return what was inserted, the bound holds (oldest dropped first),
-// Put replaces, and an index read that raced with an update or a new listing is not inserted.
+// Put replaces, and an index read that raced with an update or a new listing is not inserted;
+// the same for children by (parent, name).
 #include "cache/node_cache.h"
 
 #include <gtest/gtest.h>
@@ -74,6 +75,51 @@ TEST(NodeCacheTest, ClearDropsEverythingAndReadsInFlight) {
   EXPECT_FALSE(cache.Get(2, &out));
   cache.Insert(2, MakeNode(2, "z", 1), cache.Version());
   EXPECT_TRUE(cache.Get(2, &out));
+}
+
+TEST(NodeCacheTest, ChildrenByParentAndName) {
+  NodeCache cache;
+  uint64_t ino = 0;
+  EXPECT_FALSE(cache.GetChild(1, "a.jpg", &ino));
+  cache.InsertChild(1, "a.jpg", 10, cache.Version());
+  cache.InsertChild(2, "a.jpg", 20, cache.Version());
+  // A name longer than any small-string buffer, and one that differs only in its parent.
+  const std::string long_name(100, 'n');
+  cache.InsertChild(1, long_name, 30, cache.Version());
+  ASSERT_TRUE(cache.GetChild(1, "a.jpg", &ino));
+  EXPECT_EQ(ino, 10u);
+  ASSERT_TRUE(cache.GetChild(2, "a.jpg", &ino));
+  EXPECT_EQ(ino, 20u);
+  ASSERT_TRUE(cache.GetChild(1, long_name, &ino));
+  EXPECT_EQ(ino, 30u);
+  EXPECT_FALSE(cache.GetChild(1, "a.jp", &ino));
+  EXPECT_FALSE(cache.GetChild(3, "a.jpg", &ino));
+  // Never replaced (a name's inode changes only with a new listing).
+  cache.InsertChild(1, "a.jpg", 11, cache.Version());
+  ASSERT_TRUE(cache.GetChild(1, "a.jpg", &ino));
+  EXPECT_EQ(ino, 10u);
+
+  // A read in flight across a Clear inserts nothing; Clear drops every child.
+  const uint64_t in_flight = cache.Version();
+  cache.Clear();
+  EXPECT_FALSE(cache.GetChild(1, "a.jpg", &ino));
+  cache.InsertChild(1, "b.jpg", 12, in_flight);
+  EXPECT_FALSE(cache.GetChild(1, "b.jpg", &ino));
+}
+
+TEST(NodeCacheTest, ChildrenStayWithinTheBoundDroppingTheOldestFirst) {
+  NodeCache cache;
+  const size_t n = NodeCache::kCapacity * 2;
+  for (size_t i = 0; i < n; ++i) {
+    cache.InsertChild(1, "f" + std::to_string(i), i + 100, cache.Version());
+  }
+  size_t held = 0;
+  uint64_t ino = 0;
+  for (size_t i = 0; i < n; ++i) held += cache.GetChild(1, "f" + std::to_string(i), &ino) ? 1 : 0;
+  EXPECT_LE(held, NodeCache::kCapacity);
+  EXPECT_GE(held, NodeCache::kCapacity * 3 / 4);  // shards fill unevenly, none beyond its share
+  EXPECT_TRUE(cache.GetChild(1, "f" + std::to_string(n - 1), &ino));  // the newest stays
+  EXPECT_FALSE(cache.GetChild(1, "f0", &ino));                        // the oldest went first
 }
 
 }  // namespace

@@ -62,10 +62,25 @@ Status HeldCopyWarmup::Run(HeldCopies* held) {
   held_ = held;
   started_.store(true);
   const uint64_t start = env_->NowMonotonicNanos();
-  Status walked = manifest_->ForEachFile([this](const std::string& path, const NodeAttr& attr) {
+  const uint64_t cache_version = manifest_->CacheVersion();  // before the walk reads the index
+  std::string dir_path = "";                                 // the last file's directory
+  uint64_t dir_ino = kRootIno;
+  Status walked = manifest_->ForEachFile([&](const std::string& path, const NodeAttr& attr) {
     if (stop_.load(std::memory_order_relaxed) || held_->HoldRoom() == 0) return false;
     scanned_.fetch_add(1, std::memory_order_relaxed);
-    if (HoldOne(path, attr)) held_count_.fetch_add(1, std::memory_order_relaxed);
+    if (!HoldOne(path, attr)) return true;
+    held_count_.fetch_add(1, std::memory_order_relaxed);
+    // Its LOOKUP and OPEN will find the node in memory. Files come in directory order, so the
+    // directory's inode is read once per directory.
+    const size_t slash = path.rfind('/');
+    const std::string parent = slash == std::string::npos ? "" : path.substr(0, slash);
+    if (parent != dir_path) {
+      auto dir = manifest_->GetByPath(parent);
+      if (!dir.ok() || !dir->has_value()) return true;
+      dir_path = parent;
+      dir_ino = (*dir)->attr.ino;
+    }
+    manifest_->Remember(dir_ino, path, attr, cache_version);
     return true;
   });
   seconds_.store(static_cast<double>(env_->NowMonotonicNanos() - start) / 1e9);

@@ -15,7 +15,8 @@
 // order (a shuffled epoch finds the same share of its first opens held). A copy that left the
 // store while it was being held is released again (CopyRemoved), so a held copy never names an
 // evicted file. Nothing here changes what an open serves: Claim still checks the version and the
-// copy at the open.
+// copy at the open. Each file held is also remembered in the manifest's node cache (same 64 Ki
+// bound), so its LOOKUP and OPEN read no index record either.
 //
 // Threading: Start() runs Run() on its own thread; Stop() (also the destructor) asks it to stop
 // at its next file and joins it. stats() may be read from any thread at any time, also before

@@ -110,6 +110,18 @@ TEST_F(HeldCopyWarmupTest, HoldsEveryCopyStagedAtTheManifestsVersion) {
   EXPECT_EQ(stats.held, 4u);
   EXPECT_EQ(stats.scanned, 6u);
   EXPECT_TRUE(held.removed.empty());
+
+  // Held files were remembered: their LOOKUP reads no index record (another Manifest rewrites
+  // the records; this one still answers with what it remembered), the others' does.
+  Manifest writer(s_.index.get());
+  ASSERT_TRUE(writer.UseStored(backing_).ok());
+  for (const char* name : {"a", "f"}) {
+    ManifestNode changed{name, AttrOf(name)};
+    changed.attr.size = 1;
+    ASSERT_TRUE(writer.Update(changed).ok());
+  }
+  EXPECT_EQ((*manifest_->Lookup(kRootIno, "a"))->attr.size, 1000u + 'a');
+  EXPECT_EQ((*manifest_->Lookup(kRootIno, "f"))->attr.size, 1u);
 }
 
 TEST_F(HeldCopyWarmupTest, StopsWhenTheBoundIsReached) {
