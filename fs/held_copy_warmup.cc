@@ -39,8 +39,9 @@ HeldCopyWarmup::Stats HeldCopyWarmup::stats() const {
   return s;
 }
 
-bool HeldCopyWarmup::HoldOne(const std::string& path, const NodeAttr& attr) {
+bool HeldCopyWarmup::HoldOne(const std::string& path, const NodeAttr& attr, bool* staged) {
   auto copy = store_->Find(path, /*touch=*/false);  // holding ahead is not a use
+  *staged = copy.has_value();
   if (!copy || !(copy->identity == attr.identity())) return false;
   auto fd = env_->Open(copy->data_path, O_RDONLY | O_NOATIME);
   if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
@@ -63,12 +64,22 @@ Status HeldCopyWarmup::Run(HeldCopies* held) {
   started_.store(true);
   const uint64_t start = env_->NowMonotonicNanos();
   const uint64_t cache_version = manifest_->CacheVersion();  // before the walk reads the index
-  std::string dir_path = "";                                 // the last file's directory
+  // Once every copy the store had at the start was seen, the rest of a large manifest has
+  // nothing to hold (copies staged since are registered by their first open).
+  const uint64_t staged_at_start = store_->stats().files;
+  uint64_t staged_seen = 0;
+  std::string dir_path = "";  // the last file's directory
   uint64_t dir_ino = kRootIno;
   Status walked = manifest_->ForEachFile([&](const std::string& path, const NodeAttr& attr) {
-    if (stop_.load(std::memory_order_relaxed) || held_->HoldRoom() == 0) return false;
+    if (stop_.load(std::memory_order_relaxed) || held_->HoldRoom() == 0 ||
+        staged_seen >= staged_at_start) {
+      return false;
+    }
     scanned_.fetch_add(1, std::memory_order_relaxed);
-    if (!HoldOne(path, attr)) return true;
+    bool staged = false;
+    const bool held = HoldOne(path, attr, &staged);
+    if (staged) ++staged_seen;
+    if (!held) return true;
     held_count_.fetch_add(1, std::memory_order_relaxed);
     // Its LOOKUP and OPEN will find the node in memory. Files come in directory order, so the
     // directory's inode is read once per directory.

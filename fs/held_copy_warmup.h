@@ -10,13 +10,14 @@
 // OPEN.
 //
 // What: the manifest's regular files in key order whose staged copy matches the manifest's
-// version, until HeldCopies::HoldRoom() is 0 (the held-id bound, 64 Ki files) or the manifest
-// ends. A dataset within the bound is held whole; a larger one holds its first files in key
-// order (a shuffled epoch finds the same share of its first opens held). A copy that left the
-// store while it was being held is released again (CopyRemoved), so a held copy never names an
-// evicted file. Nothing here changes what an open serves: Claim still checks the version and the
-// copy at the open. Each file held is also remembered in the manifest's node cache (same 64 Ki
-// bound), so its LOOKUP and OPEN read no index record either.
+// version, until HeldCopies::HoldRoom() is 0 (the held-id bound, 64 Ki files), every copy the
+// store held at the start was seen, or the manifest ends. A dataset within the bound is held whole;
+// a larger one holds its first files in key order (a shuffled epoch finds the same share of its
+// first opens held). A copy that left the store while it was being held is released again
+// (CopyRemoved), so a held copy never names an evicted file. Nothing here changes what an open
+// serves: Claim still checks the version and the copy at the open. Each file held is also
+// remembered in the manifest's node cache (same 64 Ki bound), so its LOOKUP and OPEN read no index
+// record either.
 //
 // Threading: Start() runs Run() on its own thread; Stop() (also the destructor) asks it to stop
 // at its next file and joins it. stats() may be read from any thread at any time, also before
@@ -59,7 +60,8 @@ class HeldCopyWarmup {
 
  private:
   // Holds the copy of one file if it is staged at the manifest's version; true if held.
-  bool HoldOne(const std::string& path, const NodeAttr& attr);
+  // `*staged`: whether the store had a copy of it at all.
+  bool HoldOne(const std::string& path, const NodeAttr& attr, bool* staged);
 
   Manifest* manifest_;
   ContentStore* store_;

@@ -108,7 +108,7 @@ TEST_F(HeldCopyWarmupTest, HoldsEveryCopyStagedAtTheManifestsVersion) {
   EXPECT_TRUE(stats.started);
   EXPECT_TRUE(stats.done);
   EXPECT_EQ(stats.held, 4u);
-  EXPECT_EQ(stats.scanned, 6u);
+  EXPECT_EQ(stats.scanned, 5u);  // f comes after every staged copy was seen
   EXPECT_TRUE(held.removed.empty());
 
   // Held files were remembered: their LOOKUP reads no index record (another Manifest rewrites
@@ -136,6 +136,24 @@ TEST_F(HeldCopyWarmupTest, StopsWhenTheBoundIsReached) {
   EXPECT_EQ(held.held.count(AttrOf("b").ino), 1u);
   EXPECT_EQ(warmup.stats().scanned, 2u);
   EXPECT_TRUE(warmup.stats().done);
+}
+
+TEST_F(HeldCopyWarmupTest, StopsOnceEveryStagedCopyWasSeen) {
+  for (const char* name : {"a", "b"}) Stage(name);
+  RecordingHeldCopies held;
+  HeldCopyWarmup warmup(manifest_.get(), s_.store.get(), Env::Default());
+  ASSERT_TRUE(warmup.Run(&held).ok());
+  EXPECT_EQ(held.held.size(), 2u);
+  EXPECT_EQ(warmup.stats().scanned, 2u);  // c-f not looked at
+  EXPECT_TRUE(warmup.stats().done);
+
+  // An empty store: nothing looked at.
+  RecordingHeldCopies none;
+  for (const char* name : {"a", "b"}) ASSERT_TRUE(s_.store->Evict(name, /*force=*/true).ok());
+  HeldCopyWarmup empty(manifest_.get(), s_.store.get(), Env::Default());
+  ASSERT_TRUE(empty.Run(&none).ok());
+  EXPECT_TRUE(none.held.empty());
+  EXPECT_EQ(empty.stats().scanned, 0u);
 }
 
 TEST_F(HeldCopyWarmupTest, ACopyEvictedWhileItWasBeingHeldIsLetGo) {
