@@ -18,6 +18,7 @@
 
 #include "fs/fuse_uring_abi.h"
 #include "fs/fuse_uring_request.h"
+#include "fs/fuse_uring_sqe.h"
 #include "planner/log.h"
 
 namespace clairfs {
@@ -51,32 +52,6 @@ void PinToCpu(int cpu) {
   CPU_SET(cpu, &set);
   // An offline CPU cannot be pinned to; its queue receives no requests anyway.
   (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-// A free SQE, submitting what is queued when the submission queue is full.
-struct io_uring_sqe* GetSqe(struct io_uring* ring) {
-  struct io_uring_sqe* sqe = io_uring_get_sqe(ring);
-  while (sqe == nullptr) {
-    io_uring_submit(ring);
-    sqe = io_uring_get_sqe(ring);
-  }
-  return sqe;
-}
-
-void PrepareCommand(struct io_uring_sqe* sqe, int fuse_fd, uint32_t cmd, RingEntry* entry,
-                    uint16_t qid, uint64_t commit_id) {
-  // SQE128: each SQE is two 64-byte slots; the command area starts at sqe->cmd.
-  std::memset(static_cast<void*>(sqe), 0, 2 * sizeof(*sqe));
-  sqe->opcode = IORING_OP_URING_CMD;
-  sqe->fd = fuse_fd;
-  sqe->cmd_op = cmd;
-  sqe->addr = reinterpret_cast<uint64_t>(entry->iov);
-  sqe->len = 2;
-  fuse_abi::FuseUringCmdReq req;
-  std::memset(&req, 0, sizeof(req));
-  req.commit_id = commit_id;
-  req.qid = qid;
-  std::memcpy(sqe->cmd, &req, sizeof(req));
 }
 
 // Answers the entry's request with `error` and no arguments.
@@ -272,7 +247,8 @@ void FuseUringTransport::Run(int index, int qid) {
   entry.iov[0] = {&entry.header, sizeof(entry.header)};
   entry.iov[1] = {entry.payload.get(), payload_size};
   const auto q = static_cast<uint16_t>(qid);
-  PrepareCommand(GetSqe(&ring), fuse_fd_, fuse_abi::kFuseUringCmdRegister, &entry, q, 0);
+  PrepareFuseUringCommand(GetSqe(&ring), fuse_fd_, fuse_abi::kFuseUringCmdRegister, entry.iov, q,
+                          0);
   rc = io_uring_submit(&ring);
   // A refused REGISTER completes at once with an error.
   struct io_uring_cqe* cqe = nullptr;
@@ -327,8 +303,8 @@ void FuseUringTransport::Run(int index, int qid) {
       });
       StoreErrorReply(&entry, in.unique, rebuilt.ok() ? EIO : EPROTO);
     }
-    PrepareCommand(GetSqe(&ring), fuse_fd_, fuse_abi::kFuseUringCmdCommitAndFetch, &entry, q,
-                   entry.header.ring_ent_in_out.commit_id);
+    PrepareFuseUringCommand(GetSqe(&ring), fuse_fd_, fuse_abi::kFuseUringCmdCommitAndFetch,
+                            entry.iov, q, entry.header.ring_ent_in_out.commit_id);
   }
   io_uring_queue_exit(&ring);
 }

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "fs/fuse_uring_abi.h"
+#include "fs/fuse_uring_sqe.h"
 
 namespace clairfs::probe {
 namespace {
@@ -138,33 +139,6 @@ struct RingEntry {
   bool live = false;
 };
 
-// A free SQE, submitting what is queued when the submission queue is full.
-struct io_uring_sqe* GetSqe(struct io_uring* ring) {
-  struct io_uring_sqe* sqe = io_uring_get_sqe(ring);
-  while (sqe == nullptr) {
-    io_uring_submit(ring);
-    sqe = io_uring_get_sqe(ring);
-  }
-  return sqe;
-}
-
-void PrepareCommand(struct io_uring_sqe* sqe, int fuse_fd, uint32_t cmd, RingEntry* entry,
-                    uint64_t index, uint16_t qid, uint64_t commit_id) {
-  // SQE128: each SQE is two 64-byte slots; the command area starts at sqe->cmd.
-  std::memset(static_cast<void*>(sqe), 0, 2 * sizeof(*sqe));
-  sqe->opcode = IORING_OP_URING_CMD;
-  sqe->fd = fuse_fd;
-  sqe->cmd_op = cmd;
-  sqe->addr = reinterpret_cast<uint64_t>(entry->iov);
-  sqe->len = 2;
-  sqe->user_data = index;
-  fuse_abi::FuseUringCmdReq req;
-  std::memset(&req, 0, sizeof(req));
-  req.commit_id = commit_id;
-  req.qid = qid;
-  std::memcpy(sqe->cmd, &req, sizeof(req));
-}
-
 }  // namespace
 
 Status RingQueues::Start(int fuse_fd, ProbeFs* fs, int threads_per_queue, int depth,
@@ -222,8 +196,10 @@ void RingQueues::Run(int index, int qid) {
     e.iov[0] = {&e.header, sizeof(e.header)};
     e.iov[1] = {e.payload.get(), payload_size_};
     e.live = true;
-    PrepareCommand(GetSqe(&ring), fd_, fuse_abi::kFuseUringCmdRegister, &e, i,
-                   static_cast<uint16_t>(qid), 0);
+    struct io_uring_sqe* sqe = GetSqe(&ring);
+    PrepareFuseUringCommand(sqe, fd_, fuse_abi::kFuseUringCmdRegister, e.iov,
+                            static_cast<uint16_t>(qid), 0);
+    sqe->user_data = i;  // the entry's index
   }
   rc = io_uring_submit(&ring);
   // A refused REGISTER completes at once with an error (EOPNOTSUPP: enable_uring is off or the
@@ -263,8 +239,10 @@ void RingQueues::Run(int index, int qid) {
       oh.unique = in.unique;
       std::memcpy(e.header.in_out, &oh, sizeof(oh));
       e.header.ring_ent_in_out.payload_sz = static_cast<uint32_t>(reply.size);
-      PrepareCommand(GetSqe(&ring), fd_, fuse_abi::kFuseUringCmdCommitAndFetch, &e, cqe->user_data,
-                     static_cast<uint16_t>(qid), e.header.ring_ent_in_out.commit_id);
+      struct io_uring_sqe* sqe = GetSqe(&ring);
+      PrepareFuseUringCommand(sqe, fd_, fuse_abi::kFuseUringCmdCommitAndFetch, e.iov,
+                              static_cast<uint16_t>(qid), e.header.ring_ent_in_out.commit_id);
+      sqe->user_data = cqe->user_data;
     }
     io_uring_cq_advance(&ring, seen);
   }
