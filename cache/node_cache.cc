@@ -78,10 +78,10 @@ void NodeCache::InsertChild(uint64_t parent, std::string_view name, uint64_t ino
   ChildShard& shard = ChildShardOf(key);
   std::lock_guard<std::mutex> lock(shard.mu);
   if (version_.load(std::memory_order_acquire) != version || shard.inos.count(key) > 0) return;
-  shard.inos.emplace(std::string(key), ino);
-  shard.order.emplace_back(key);
+  auto added = shard.inos.emplace(std::string(key), ino).first;
+  shard.order.push_back(&added->first);
   while (shard.order.size() > kPerShard) {
-    shard.inos.erase(shard.order.front());
+    shard.inos.erase(shard.inos.find(*shard.order.front()));
     shard.order.pop_front();
   }
 }

@@ -76,7 +76,9 @@ class NodeCache {
   struct ChildShard {
     std::mutex mu;  // guards inos and order
     std::unordered_map<std::string, uint64_t, KeyHash, std::equal_to<>> inos;
-    std::deque<std::string> order;  // keys in insertion order, oldest first
+    // Keys in insertion order, oldest first: the map's own key strings (a node's key stays put
+    // when the map rehashes), so a child costs one key allocation.
+    std::deque<const std::string*> order;
   };
   // The key of (parent, name) in a buffer of the calling thread.
   static std::string_view ChildKey(uint64_t parent, std::string_view name);
