@@ -251,6 +251,23 @@ struct ModeSeries {
   std::string transport;
 };
 
+// One unverified read of every file of `ds`: of its copies, or through the mount at `mnt`;
+// with `list_first`, the tree is listed first and the listing is timed with the read. Returns
+// the seconds taken; a short read is an error naming `what`.
+Result<double> TimedRead(const Dataset& ds, const std::string& mnt, bool through_mount,
+                         bool list_first, const std::string& what) {
+  const std::string& root = through_mount ? mnt : ds.data();
+  const auto start = std::chrono::steady_clock::now();
+  if (list_first) {
+    auto listed = ListTree(root);
+    if (!listed.ok()) return listed.status();
+  }
+  auto read = ReadFiles(root, through_mount ? ds.files : ds.copies, ds.threads, false);
+  if (!read.ok()) return read.status();
+  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*read, ds, what));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 Status TimeOneRun(MountStack& stack, const std::string& mnt, const Dataset& ds,
                   const MountMode& mode, ModeSeries* series) {
   auto s0 = MountFresh(stack, mnt, ds, mode);
@@ -258,25 +275,21 @@ Status TimeOneRun(MountStack& stack, const std::string& mnt, const Dataset& ds,
   series->transport = s0->fuse_transport;
   // Each read through the mount right after a direct read, so both see the same moment's
   // load (a fresh daemon's start-up included).
-  auto direct_1 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+  auto direct_1 = TimedRead(ds, mnt, false, false, "direct read");
   if (!direct_1.ok()) return direct_1.status();
-  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_1, ds, "direct read"));
-  auto first = ReadFiles(mnt, ds.files, ds.threads, false);
+  auto first = TimedRead(ds, mnt, true, false, "first read through the mount");
   if (!first.ok()) return first.status();
-  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*first, ds, "first read through the mount"));
   auto s1 = TakeSample(mnt);
   if (!s1.ok()) return s1.status();
-  auto direct_2 = ReadFiles(ds.data(), ds.copies, ds.threads, false);
+  auto direct_2 = TimedRead(ds, mnt, false, false, "direct read");
   if (!direct_2.ok()) return direct_2.status();
-  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*direct_2, ds, "direct read"));
-  auto second = ReadFiles(mnt, ds.files, ds.threads, false);
+  auto second = TimedRead(ds, mnt, true, false, "second read through the mount");
   if (!second.ok()) return second.status();
-  CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*second, ds, "second read through the mount"));
   auto s2 = TakeSample(mnt);
   if (!s2.ok()) return s2.status();
   CLAIRFS_RETURN_IF_ERROR(stack.Pop());
-  series->fresh.Add(direct_1->seconds, first->seconds, *s0, *s1);
-  series->warm.Add(direct_2->seconds, second->seconds, *s1, *s2);
+  series->fresh.Add(*direct_1, *first, *s0, *s1);
+  series->warm.Add(*direct_2, *second, *s1, *s2);
 
   // A loader that lists its dataset before reading it (torchvision's ImageFolder): another
   // fresh mount, its tree listed then read (READDIRPLUS gives the kernel every dentry, so no
@@ -285,19 +298,9 @@ Status TimeOneRun(MountStack& stack, const std::string& mnt, const Dataset& ds,
   if (ds.name != "small") return Status::Ok();
   auto s3 = MountFresh(stack, mnt, ds, mode);
   if (!s3.ok()) return s3.status();
-  auto list_and_read = [&](const std::string& root,
-                           const std::vector<SyntheticFile>& files) -> Result<double> {
-    const auto start = std::chrono::steady_clock::now();
-    auto listed_entries = ListTree(root);
-    if (!listed_entries.ok()) return listed_entries.status();
-    auto read = ReadFiles(root, files, ds.threads, false);
-    if (!read.ok()) return read.status();
-    CLAIRFS_RETURN_IF_ERROR(ExpectBytes(*read, ds, "read after listing " + root));
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  auto direct_3 = list_and_read(ds.data(), ds.copies);
+  auto direct_3 = TimedRead(ds, mnt, false, true, "direct read after listing");
   if (!direct_3.ok()) return direct_3.status();
-  auto third = list_and_read(mnt, ds.files);
+  auto third = TimedRead(ds, mnt, true, true, "read through the mount after listing");
   if (!third.ok()) return third.status();
   auto s4 = TakeSample(mnt);
   if (!s4.ok()) return s4.status();
