@@ -257,53 +257,64 @@ OpenDecision KernelPassthrough::BeginOpen(uint64_t ino, int fd, bool from_cache,
   int stale_id = -1;
   {
     Shard& shard = ShardOf(ino);
-    std::lock_guard<std::mutex> lock(shard.mu);
-    auto it = shard.inodes.find(ino);
-    if (it != shard.inodes.end() && it->second.opens == 0) {
-      // A released id this open did not claim (another copy or version): retire it.
-      stale_id = DropIdleLocked(shard, it);
-      it = shard.inodes.end();
-    }
-    if (it == shard.inodes.end()) {
-      // First open of the inode: the mode is free to choose.
-      InodeEntry& e = shard.inodes[ino];
-      if (from_cache && active() && CurrentRequestIsOpenOf(ino)) {
-        int id = BackingOpen(fuse_fd_, fd);
-        if (id >= 0) {
-          e.passthrough = true;
-          e.backing_id = id;
-          e.identity = identity;
-          e.data_path = data_path;
-          if (!data_path.empty()) shard.by_data_path[data_path] = ino;
-        } else if (errno == EPERM) {
-          Disable("the kernel refused BACKING_OPEN (EPERM)");
-        } else {
-          Log(LogLevel::kDebug, "passthrough: BACKING_OPEN of inode %llu failed: %s",
-              static_cast<unsigned long long>(ino), strerror(errno));
-        }
+    std::unique_lock<std::mutex> lock(shard.mu);
+    for (bool waited = false;; waited = true) {
+      auto it = shard.inodes.find(ino);
+      if (it != shard.inodes.end() && it->second.opens == 0) {
+        // A released id this open did not claim (another copy or version): retire it.
+        stale_id = DropIdleLocked(shard, it);
+        it = shard.inodes.end();
       }
-      e.opens = 1;
-      it = shard.inodes.find(ino);
-    } else {
-      ++it->second.opens;
-    }
-    InodeEntry& e = it->second;
-    if (e.passthrough) {
+      if (it == shard.inodes.end()) {
+        // First open of the inode: the mode is free to choose.
+        InodeEntry& e = shard.inodes[ino];
+        if (from_cache && active() && CurrentRequestIsOpenOf(ino)) {
+          int id = BackingOpen(fuse_fd_, fd);
+          if (id >= 0) {
+            e.passthrough = true;
+            e.backing_id = id;
+            e.identity = identity;
+            e.data_path = data_path;
+            if (!data_path.empty()) shard.by_data_path[data_path] = ino;
+          } else if (errno == EPERM) {
+            Disable("the kernel refused BACKING_OPEN (EPERM)");
+          } else {
+            Log(LogLevel::kDebug, "passthrough: BACKING_OPEN of inode %llu failed: %s",
+                static_cast<unsigned long long>(ino), strerror(errno));
+          }
+        }
+        e.opens = 1;
+        it = shard.inodes.find(ino);
+      } else {
+        ++it->second.opens;
+      }
+      InodeEntry& e = it->second;
+      if (!e.passthrough) break;
       if (e.identity == identity && CurrentRequestIsOpenOf(ino)) {
         // Same file version: the copy the kernel already holds has these bytes, even if it was
         // evicted or re-staged since.
         d.passthrough = true;
         d.backing_id = e.backing_id;
-      } else {
-        // Changed since the passthrough opens began: their copy is stale, and the kernel takes
-        // no other backing file or non-passthrough open for the inode until they are released.
-        d.error = EBUSY;
-        --e.opens;  // e.opens stays > 0: the earlier opens still hold it
-        Log(LogLevel::kInfo,
-            "passthrough: inode %llu changed while open; new opens fail (EBUSY) until the "
-            "earlier ones are closed",
-            static_cast<unsigned long long>(ino));
+        break;
       }
+      // Changed since the passthrough opens began: their copy is stale, and the kernel takes no
+      // other backing file or non-passthrough open for the inode until they are released.
+      --e.opens;  // e.opens stays > 0: the earlier opens still hold it
+      if (!waited) {
+        // A close returns before the kernel sends its RELEASE: an open right after the last
+        // close may arrive first. Give those releases a moment before failing.
+        shard.released.wait_for(lock, kReleaseWait, [&] {
+          auto found = shard.inodes.find(ino);
+          return found == shard.inodes.end() || found->second.opens == 0;
+        });
+        continue;
+      }
+      d.error = EBUSY;
+      Log(LogLevel::kInfo,
+          "passthrough: inode %llu changed while open; new opens fail (EBUSY) until the "
+          "earlier ones are closed",
+          static_cast<unsigned long long>(ino));
+      break;
     }
   }
   if (stale_id >= 0) BackingClose(fuse_fd_, stale_id);
@@ -407,6 +418,7 @@ void KernelPassthrough::EndOpen(uint64_t ino) {
     if (it == shard.inodes.end()) return;
     InodeEntry& e = it->second;
     if (--e.opens > 0) return;
+    shard.released.notify_all();  // an open of a changed file may wait for this (BeginOpen)
     if (e.passthrough && !e.data_path.empty()) {
       // Hold the id for the next open of this copy; retire the oldest held one beyond the bound.
       shard.idle.push_front(ino);

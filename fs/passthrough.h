@@ -16,7 +16,8 @@
 // they reuse the inode's backing id (the copy the kernel holds, kept alive by it after an
 // eviction) when they are the same backing file version. An open of a version that changed
 // while passthrough opens of the old one are live cannot be served fresh through the kernel and
-// must never be served stale: it fails with EBUSY until those opens are released. The id is
+// must never be served stale: it fails with EBUSY until those opens are released (it first
+// waits up to kReleaseWait for them: a close returns before its RELEASE arrives). The id is
 // kept when the last open is released, as a held copy (HeldCopies): a later open of the same
 // copy claims it without opening the copy or registering it again, which saves four system
 // calls per open of a small file. At most kIdlePerShard x 64 released ids are held (the oldest
@@ -37,6 +38,8 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <list>
 #include <mutex>
@@ -143,7 +146,10 @@ class KernelPassthrough final : public HeldCopies {
     std::unordered_map<uint64_t, InodeEntry> inodes;
     std::unordered_map<std::string, uint64_t> by_data_path;  // registered copies -> inode
     std::list<uint64_t> idle;                                // released ids, newest first
+    std::condition_variable released;                        // an inode's last open ended
   };
+  // How long an open of a changed file waits for the RELEASEs of the old version's opens.
+  static constexpr std::chrono::milliseconds kReleaseWait{200};
   Shard& ShardOf(uint64_t ino) { return shards_[ino % shards_.size()]; }
   void PatchInitReply(struct iovec* iov, int count);
   void ProbeAfterInit();
