@@ -111,15 +111,16 @@ class PosixEnv final : public Env {
     return Status::Ok();
   }
 
-  Status ListDir(const std::string& path, std::vector<DirEntry>* entries) override {
+  Status ListDir(const std::string& path, std::vector<DirEntry>* entries,
+                 size_t max_entries = SIZE_MAX) override {
     entries->clear();
     DIR* dir = ::opendir(path.c_str());
     if (dir == nullptr) return Status::FromErrno(errno, "opendir " + path);
     for (;;) {
       errno = 0;
       struct dirent* de = ::readdir(dir);
-      if (de == nullptr) {
-        int err = errno;
+      if (de == nullptr || entries->size() >= max_entries) {
+        int err = de == nullptr ? errno : 0;
         ::closedir(dir);
         if (err != 0) return Status::FromErrno(err, "readdir " + path);
         return Status::Ok();

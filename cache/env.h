@@ -50,8 +50,9 @@ class Env {
   virtual Status Lstat(const std::string& path, struct stat* st) = 0;
   virtual Status Fstat(int fd, struct stat* st) = 0;
   virtual Status StatVfs(const std::string& path, struct statvfs* st) = 0;
-  // Lists a directory without "." and "..", unsorted.
-  virtual Status ListDir(const std::string& path, std::vector<DirEntry>* entries) = 0;
+  // Lists a directory without "." and "..", unsorted; stops reading after `max_entries`.
+  virtual Status ListDir(const std::string& path, std::vector<DirEntry>* entries,
+                         size_t max_entries = SIZE_MAX) = 0;
   // CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds.
   virtual uint64_t NowMonotonicNanos() = 0;
   virtual uint64_t NowRealtimeNanos() = 0;
@@ -92,8 +93,9 @@ class EnvWrapper : public Env {
   Status StatVfs(const std::string& path, struct statvfs* st) override {
     return target_->StatVfs(path, st);
   }
-  Status ListDir(const std::string& path, std::vector<DirEntry>* entries) override {
-    return target_->ListDir(path, entries);
+  Status ListDir(const std::string& path, std::vector<DirEntry>* entries,
+                 size_t max_entries = SIZE_MAX) override {
+    return target_->ListDir(path, entries, max_entries);
   }
   uint64_t NowMonotonicNanos() override { return target_->NowMonotonicNanos(); }
   uint64_t NowRealtimeNanos() override { return target_->NowRealtimeNanos(); }

@@ -233,9 +233,10 @@ Status FaultInjectionEnv::StatVfs(const std::string& path, struct statvfs* st) {
   return Status::Ok();
 }
 
-Status FaultInjectionEnv::ListDir(const std::string& path, std::vector<DirEntry>* entries) {
+Status FaultInjectionEnv::ListDir(const std::string& path, std::vector<DirEntry>* entries,
+                                  size_t max_entries) {
   CLAIRFS_RETURN_IF_ERROR(Before(FaultOp::kListDir, path));
-  return target()->ListDir(path, entries);
+  return target()->ListDir(path, entries, max_entries);
 }
 
 }  // namespace clairfs

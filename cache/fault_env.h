@@ -79,7 +79,8 @@ class FaultInjectionEnv : public EnvWrapper {
   Status Lstat(const std::string& path, struct stat* st) override;
   Status Fstat(int fd, struct stat* st) override;
   Status StatVfs(const std::string& path, struct statvfs* st) override;
-  Status ListDir(const std::string& path, std::vector<DirEntry>* entries) override;
+  Status ListDir(const std::string& path, std::vector<DirEntry>* entries,
+                 size_t max_entries = SIZE_MAX) override;
 
  private:
   struct NthRule {
