@@ -33,6 +33,7 @@
 #include "fs/fuse_adapter.h"
 #include "fs/heat_handlers.h"
 #include "fs/held_copy_warmup.h"
+#include "fs/list_ahead.h"
 #include "fs/metrics_writer.h"
 #include "fs/mount_table.h"
 #include "fs/plan_handlers.h"
@@ -141,6 +142,7 @@ struct Daemon {
   std::unique_ptr<Stager> stager;
   std::unique_ptr<FileSystem> fs;
   std::unique_ptr<HeldCopyWarmup> held_warmup;  // runs once the mount has passthrough
+  std::unique_ptr<ListAhead> list_ahead;        // lists the mount for the kernel once it is up
   PassthroughState passthrough;                 // written by the adapter, read by status
   FuseTransportState transport;                 // written by the adapter, read by status
   std::string request_sched;                    // policy of the request-serving threads (status)
@@ -172,6 +174,7 @@ StatusSources StatusSourcesOf(Daemon* d) {
   PlanRuntime* plan_runtime = d->plan.get();
   sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
   sources.held_warmup = d->held_warmup.get();
+  sources.list_ahead = d->list_ahead.get();
   return sources;
 }
 
@@ -249,6 +252,7 @@ Status StartDaemon(Daemon* d) {
   d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
                                        d->stager.get(), env);
   d->held_warmup = std::make_unique<HeldCopyWarmup>(d->manifest.get(), d->store.get(), env);
+  d->list_ahead = std::make_unique<ListAhead>(env, d->options.list_ahead);
 
   PlanRuntimeDeps plan_deps;
   plan_deps.store = d->store.get();
@@ -338,6 +342,7 @@ Status StartDaemon(Daemon* d) {
       d->options.hold_ahead && passthrough != nullptr && passthrough->active()) {
     d->held_warmup->Start(passthrough);
   }
+  if (d->options.list_ahead > 0) d->list_ahead->Start(d->paths.mountpoint);
   if (!d->options.metrics_file.empty()) {
     const StatusSources sources = StatusSourcesOf(d);
     d->metrics = std::make_unique<MetricsWriter>(d->options.metrics_file, d->paths.mountpoint,
@@ -351,12 +356,15 @@ void StopDaemon(Daemon* d) {
   d->metrics.reset();  // stops the writer thread and removes the file
   if (d->control) d->control->Stop();
   if (d->held_warmup) d->held_warmup->Stop();  // it holds into the adapter's passthrough
+  // A listing in flight waits for a request thread; the walk is joined once the session is gone.
+  if (d->list_ahead) d->list_ahead->RequestStop();
   if (d->plan) d->plan->Stop();
   if (d->stager) d->stager->Shutdown();
   if (d->adapter) {
     d->adapter->Unmount();
     d->adapter.reset();
   }
+  d->list_ahead.reset();
   d->held_warmup.reset();
   d->fs.reset();
   d->plan.reset();

@@ -23,6 +23,7 @@ const std::set<std::string>& CounterNames() {
                                               "bytes_from_backing",
                                               "backing_errors",
                                               "stale_detected",
+                                              "lookups",
                                               "evictions",
                                               "evicted_bytes",
                                               "staging_files_staged",

@@ -110,6 +110,19 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
       return Status::Invalid("option hold_ahead=" + value + ": expected on or off");
     }
     o->hold_ahead = value == "on";
+  } else if (k == "list_ahead") {
+    if (value == "off") {
+      o->list_ahead = 0;
+    } else if (value == "on") {
+      o->list_ahead = kDefaultListAheadNames;
+    } else {
+      auto n = ParseInt(key, value, 0, 1'000'000'000);
+      if (!n.ok()) {
+        return Status::Invalid("option list_ahead=" + value +
+                               ": expected on, off or a number of names");
+      }
+      o->list_ahead = static_cast<uint64_t>(*n);
+    }
   } else if (k == "sched") {
     if (value != "batch" && value != "normal") {
       return Status::Invalid("option sched=" + value + ": expected batch or normal");

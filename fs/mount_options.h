@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fs/list_ahead.h"
 #include "planner/status.h"
 
 namespace clairfs {
@@ -38,6 +39,7 @@ struct MountOptions {
   std::string read_mode = "pread";   // how staged bytes reach /dev/fuse: pread or splice
   std::string passthrough = "auto";  // kernel FUSE passthrough: auto, on or off
   bool hold_ahead = true;  // passthrough: hold staged copies at mount (fs/held_copy_warmup.h)
+  uint64_t list_ahead = kDefaultListAheadNames;  // names listed for the kernel at mount; 0: none
   std::string fuse_uring = "auto";  // FUSE over io_uring: auto, on or off (docs/FUSE-URING.md)
   int fuse_uring_threads = 2;       // ring threads per CPU queue, each with one entry
   std::string sched = "normal";     // request-serving threads' CPU policy: normal or batch

@@ -18,6 +18,19 @@ nlohmann::json HeldAheadJson(const HeldCopyWarmup* warmup) {
       {"held", s.held}, {"files_looked_at", s.scanned}, {"done", s.done}, {"seconds", s.seconds}};
 }
 
+// list_ahead: null until the walk started (never with --list-ahead off).
+nlohmann::json ListAheadJson(const ListAhead* list_ahead) {
+  if (list_ahead == nullptr) return nullptr;
+  const ListAhead::Stats s = list_ahead->stats();
+  if (!s.started) return nullptr;
+  return {{"names", s.names},
+          {"directories", s.directories},
+          {"failed_directories", s.failed_directories},
+          {"done", s.done},
+          {"stopped", s.stopped},
+          {"seconds", s.seconds}};
+}
+
 }  // namespace
 
 nlohmann::json BuildStatus(const StatusSources& s) {
@@ -77,6 +90,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"skipped", stager.skipped},
       {"bytes_per_second", uptime > 0 ? static_cast<double>(stager.bytes_staged) / uptime : 0.0}};
   j["read_requests"] = c.read_requests.Get();
+  j["lookups"] = c.lookups.Get();  // LOOKUP requests: names the kernel did not know yet
   j["passthrough_opens"] = c.passthrough_opens.Get();
   j["held_copy_opens"] = c.held_copy_opens.Get();
   bool passthrough_on = s.passthrough != nullptr && s.passthrough->on();
@@ -88,6 +102,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"note",
        "the kernel reads passthrough files without the daemon: their reads are not counted, "
        "and bytes_from_cache is estimated as the whole file at each passthrough open"}};
+  j["list_ahead"] = ListAheadJson(s.list_ahead);
   const bool uring_on = s.transport != nullptr && s.transport->uring();
   j["fuse_transport"] = {
       {"state", uring_on ? "io_uring" : "dev_fuse"},

@@ -18,6 +18,7 @@
 #include "fs/filesystem.h"
 #include "fs/fuse_uring_transport.h"
 #include "fs/held_copy_warmup.h"
+#include "fs/list_ahead.h"
 #include "fs/mount_options.h"
 #include "fs/passthrough.h"
 
@@ -39,6 +40,7 @@ struct StatusSources {
   const FuseTransportState* transport = nullptr;  // null: reported as /dev/fuse
   std::string request_sched;  // CPU policy of the request-serving threads (fs/sched_policy.h)
   const HeldCopyWarmup* held_warmup = nullptr;  // null: "held_ahead" is reported as null
+  const ListAhead* list_ahead = nullptr;        // null: "list_ahead" is reported as null
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

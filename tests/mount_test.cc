@@ -603,5 +603,74 @@ TEST_F(MountTest, RequestThreadsRunTheChosenPolicyAndStagingThreadsStayNormal) {
   EXPECT_FALSE(IsFuseMounted(mnt_));
 }
 
+// Waits until the mount's listing for the kernel (--list-ahead) has ended; returns its status
+// object (null if it never ran or did not end in 30 s).
+nlohmann::json WaitListAhead(ClairfsMount& m) {
+  for (int i = 0; i < 3000; ++i) {
+    nlohmann::json listed = m.Status().value("list_ahead", nlohmann::json());
+    if (!listed.is_object()) return nullptr;
+    if (listed.value("done", false)) return listed;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return nullptr;
+}
+
+// Reads every file through the mount, byte-exact; returns how many LOOKUPs the daemon got for it.
+uint64_t LookupsToReadAll(ClairfsMount& m, const std::map<std::string, std::string>& files) {
+  const uint64_t before = m.Status().value("lookups", uint64_t{0});
+  for (const auto& [rel, content] : files) EXPECT_EQ(ReadAll(m.mountpoint() + "/" + rel), content);
+  return m.Status().value("lookups", uint64_t{0}) - before;
+}
+
+TEST_F(MountTest, NamesListedAheadNeedNoLookupAtTheirFirstOpen) {
+  const auto files = MakeFiles(backing_, 60, 3000, 11);
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount().exit_code, 0);
+    const nlohmann::json listed = WaitListAhead(m);
+    ASSERT_TRUE(listed.is_object()) << m.Status().dump();
+    EXPECT_EQ(listed.value("names", 0), 63);  // 60 files in d0..d2
+    EXPECT_EQ(listed.value("directories", 0), 4);
+    EXPECT_EQ(listed.value("failed_directories", -1), 0);
+    EXPECT_FALSE(listed.value("stopped", true));
+    EXPECT_EQ(LookupsToReadAll(m, files), 0u);
+    EXPECT_EQ(m.Umount().exit_code, 0);
+  }
+  {
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount({"--list-ahead", "off"}).exit_code, 0);
+    EXPECT_TRUE(m.Status()["list_ahead"].is_null());
+    EXPECT_GE(LookupsToReadAll(m, files), 60u);  // each file's name, its directory's once
+    EXPECT_EQ(m.Umount().exit_code, 0);
+  }
+  {
+    // A bound smaller than the tree: the root's names and some of d0's, nothing more.
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount({"-o", "list_ahead=10"}).exit_code, 0);
+    const nlohmann::json listed = WaitListAhead(m);
+    ASSERT_TRUE(listed.is_object()) << m.Status().dump();
+    EXPECT_EQ(listed.value("names", 0), 10);
+    EXPECT_EQ(listed.value("directories", 0), 2);
+    EXPECT_EQ(m.Umount().exit_code, 0);
+  }
+}
+
+// The listing holds a directory of the mount open while it runs, which makes an unmount busy:
+// `clairfs umount` right after the mount waits for it instead of failing.
+TEST_F(MountTest, UmountRightAfterMountWaitsOutTheListing) {
+  for (int d = 0; d < 20; ++d) {
+    for (int f = 0; f < 150; ++f) {
+      WriteFile(backing_ + "/c" + std::to_string(d) + "/f" + std::to_string(f), "x");
+    }
+  }
+  for (int round = 0; round < 3; ++round) {
+    ClairfsMount m(backing_, mnt_, cache_);
+    ASSERT_EQ(m.Mount().exit_code, 0);
+    CommandResult r = m.Umount();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(IsFuseMounted(mnt_));
+  }
+}
+
 }  // namespace
 }  // namespace clairfs::testing

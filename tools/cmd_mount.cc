@@ -99,6 +99,13 @@ void RegisterMount(CLI::App& app) {
          "its copy: on (default) or off")
       ->type_name("on|off");
   cmd->add_option_function<std::string>(
+         "--list-ahead", item("list_ahead"),
+         "Right after mounting, list the dataset's directories for the kernel (one background "
+         "thread at nice 10), so that a file's first open needs no LOOKUP round trip: on "
+         "(default: up to 65536 names, about 1 KiB of kernel memory each, reclaimable), off, or "
+         "a number of names")
+      ->type_name("on|off|N");
+  cmd->add_option_function<std::string>(
          "--fuse-uring", item("fuse_uring"),
          "FUSE requests over io_uring, one queue per CPU: auto (default: use it when the kernel "
          "offers it, i.e. Linux >= 6.14 with the fuse module parameter enable_uring=Y), on (fail "

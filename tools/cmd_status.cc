@@ -1,6 +1,7 @@
 // `clairfs status`: what a mount has staged and served, from its daemon's control socket.
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "planner/units.h"
 #include "tools/cli.h"
@@ -46,6 +47,15 @@ void PrintHuman(const nlohmann::json& j) {
   printf("opens       %llu: %llu hits, %llu misses (hit ratio %.1f%%)\n",
          static_cast<unsigned long long>(u("opens")), static_cast<unsigned long long>(u("hits")),
          static_cast<unsigned long long>(u("misses")), 100.0 * j.value("hit_ratio", 0.0));
+  if (j.contains("list_ahead") && j["list_ahead"].is_object()) {
+    const auto& l = j["list_ahead"];
+    const uint64_t failed = l.value("failed_directories", uint64_t{0});
+    printf("names       %llu listed for the kernel at mount (%llu directories%s%s)\n",
+           static_cast<unsigned long long>(l.value("names", uint64_t{0})),
+           static_cast<unsigned long long>(l.value("directories", uint64_t{0})),
+           failed > 0 ? (", " + std::to_string(failed) + " could not be listed").c_str() : "",
+           l.value("done", false) ? "" : ", still listing");
+  }
   printf("bytes read  %s from cache, %s from the backing store\n",
          FormatBytes(u("bytes_from_cache")).c_str(), FormatBytes(u("bytes_from_backing")).c_str());
   const auto& s = j["staging"];

@@ -46,6 +46,38 @@ int RunFusermount(const std::string& flags, const std::string& mountpoint, std::
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The daemon's listing of the mount for the kernel (fs/list_ahead.h): absent (never ran, or no
+// daemon answers), running, or done. Its open directory makes an unmount fail as busy while it
+// runs.
+enum class ListAheadState { kAbsent, kRunning, kDone };
+
+ListAheadState QueryListAhead(const std::string& mountpoint) {
+  auto client = ControlClient::Connect(mountpoint, 5000);
+  if (!client.ok()) return ListAheadState::kAbsent;
+  auto status = client->Call({{"op", "status"}});
+  if (!status.ok()) return ListAheadState::kAbsent;
+  const nlohmann::json ahead = status->value("list_ahead", nlohmann::json());
+  if (!ahead.is_object()) return ListAheadState::kAbsent;
+  return ahead.value("done", false) ? ListAheadState::kDone : ListAheadState::kRunning;
+}
+
+// Runs fusermount3 -u. A mount found busy while the daemon's listing ran (or had just ended) is
+// tried once more after the listing ended: it stops within one directory once asked, and ends
+// on its own within its bound (at most `timeout` seconds are waited).
+int UnmountAfterListAhead(const std::string& mountpoint, int timeout, std::string* err) {
+  int rc = RunFusermount("-u", mountpoint, err);
+  if (rc == 0 || err->find("busy") == std::string::npos) return rc;
+  ListAheadState state = QueryListAhead(mountpoint);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+  while (state == ListAheadState::kRunning && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    state = QueryListAhead(mountpoint);
+  }
+  if (state != ListAheadState::kDone) return rc;
+  err->clear();
+  return RunFusermount("-u", mountpoint, err);
+}
+
 int Umount(const UmountArgs& a) {
   auto canonical = CanonicalMountpoint(a.mountpoint);
   std::string mp = canonical.ok() ? *canonical : a.mountpoint;
@@ -64,7 +96,7 @@ int Umount(const UmountArgs& a) {
     }
   }
   std::string err;
-  int rc = RunFusermount(a.lazy ? "-uz" : "-u", mp, &err);
+  int rc = a.lazy ? RunFusermount("-uz", mp, &err) : UnmountAfterListAhead(mp, a.timeout, &err);
   if (rc != 0) {
     if (err.find("busy") != std::string::npos) {
       return Fail("umount", Status::Error(EBUSY, mp +
