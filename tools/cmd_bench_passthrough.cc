@@ -7,17 +7,19 @@
 // mount (verified; read-through stages every file), so CACHE/data holds exactly the copies a
 // later mount serves. Then for each dataset:
 //  - reads, --repeat runs in which every mode (each combination of --passthrough, --fuse-uring,
-//    --sched and --hold-ahead) takes its turn, so a drift of the machine's speed falls on all
-//    alike. A run of a mode: a fresh mount (--manifest reuse: the mount's own caches are empty,
-//    the copies' pages warm), a direct read of the copies followed by the first read through
-//    the mount ("fresh"), another direct read followed by a second read through the mount
+//    --sched, --hold-ahead and --list-ahead) takes its turn, so a drift of the machine's speed
+//    falls on all alike. A run of a mode: a fresh mount (--manifest reuse: the mount's own caches
+//    are empty, the copies' pages warm), a direct read of the copies followed by the first read
+//    through the mount ("fresh"), another direct read followed by a second read through the mount
 //    ("warm"). The big file has one reader, the small files --threads in-process readers doing
 //    open+read+close. Ratio = median direct time / median mount time (1.0 = as fast as the
 //    copies). For the small files, another fresh mount, whose tree is listed and then read
 //    ("listed", both timed, beside the same on the copies): a loader that indexes its dataset
-//    first, whose READDIRPLUS leaves no LOOKUP for the reads. With --hold-ahead on, the reads start
-//    once the new daemon's warm-up (fs/held_copy_warmup.h) has ended (its time is reported);
-//    held_copy_opens says how many first opens found their copy held.
+//    first, whose READDIRPLUS leaves no LOOKUP for the reads. The reads start once the new daemon's
+//    warm-ups have ended (holding copies ahead, fs/held_copy_warmup.h, and listing names for the
+//    kernel, fs/list_ahead.h; their times are reported); held_copy_opens says how many first
+//    opens found their copy held. With --list-ahead on (the default) the fresh read finds every
+//    name already known to the kernel, as the listed one does.
 //  - per mode, page-cache growth, --repeat times: a fresh mount, every copy's pages dropped
 //    (POSIX_FADV_DONTNEED), /proc/meminfo Cached sampled before and after one read of the
 //    dataset through the mount, minus what the copies' resident pages (mincore) grew by
@@ -72,6 +74,7 @@ struct PassthroughArgs {
   std::string transports = "auto";
   std::string scheds = "normal";
   std::string holds = "on";
+  std::string lists = "on";
   uint64_t counter_calls = 2'000'000;
   bool quick = false;
   bool keep = false;
@@ -100,14 +103,17 @@ struct Sample {
   std::string passthrough_reason;
   std::string fuse_transport;     // io_uring or dev_fuse
   double held_ahead_seconds = 0;  // the mount's hold-ahead warm-up (0 when it did not run)
+  double list_ahead_seconds = 0;  // the mount's listing for the kernel (0 when it did not run)
 };
 
-// How each measured mount is made: --passthrough, --fuse-uring, --sched and --hold-ahead.
+// How each measured mount is made: --passthrough, --fuse-uring, --sched, --hold-ahead and
+// --list-ahead.
 struct MountMode {
   std::string passthrough;
   std::string fuse_uring;
   std::string sched;
   std::string hold_ahead;
+  std::string list_ahead;
   // "on", or "on/ring/normal" when transports or policies are compared.
   std::string label;
 };
@@ -179,34 +185,42 @@ Status Stage(MountStack& stack, const std::string& mnt, Dataset* ds) {
   return Status::Ok();
 }
 
-// Waits for the mount's hold-ahead warm-up to end; returns how long it took (0 if it did not
-// run). Reads start after it, as a job's first epoch starts after its start-up: a direct read
-// beside the warm-up would be slowed by it and flatter the mount's ratio.
-Result<double> WaitHeldAhead(const std::string& mnt) {
+// Waits for the mount's warm-ups (holding copies ahead, listing names ahead) to end and notes
+// how long each took (0 if it did not run). Reads start after them, as a job's first epoch starts
+// after its start-up: a direct read beside a warm-up would be slowed by it and flatter the mount's
+// ratio.
+Status WaitWarmUps(const std::string& mnt, Sample* s) {
   for (int i = 0; i < 6000; ++i) {
     auto status = MountStatus(mnt);
     if (!status.ok()) return status.status();
-    const nlohmann::json ahead = (*status)["passthrough"].value("held_ahead", nlohmann::json());
-    if (ahead.is_null()) return 0.0;
-    if (ahead.value("done", false)) return ahead.value("seconds", 0.0);
+    const nlohmann::json held = (*status)["passthrough"].value("held_ahead", nlohmann::json());
+    const nlohmann::json listed = status->value("list_ahead", nlohmann::json());
+    if ((held.is_null() || held.value("done", false)) &&
+        (listed.is_null() || listed.value("done", false))) {
+      s->held_ahead_seconds = held.is_null() ? 0.0 : held.value("seconds", 0.0);
+      s->list_ahead_seconds = listed.is_null() ? 0.0 : listed.value("seconds", 0.0);
+      return Status::Ok();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return Status::Error(ETIMEDOUT, "the hold-ahead warm-up of " + mnt + " did not end in 60 s");
+  return Status::Error(ETIMEDOUT, "the warm-ups of " + mnt + " did not end in 60 s");
 }
 
-// Mounts `ds` fresh in `mode`, waits for its hold-ahead warm-up, and checks that passthrough is
+// Mounts `ds` fresh in `mode`, waits for its warm-ups, and checks that passthrough is
 // what was asked for.
 Result<Sample> MountFresh(MountStack& stack, const std::string& mnt, const Dataset& ds,
                           const MountMode& mode) {
-  CLAIRFS_RETURN_IF_ERROR(stack.MountClairfs(
-      ds.backing, mnt,
-      {"--cache", ds.cache, "--manifest", "reuse", "--passthrough", mode.passthrough,
-       "--fuse-uring", mode.fuse_uring, "--sched", mode.sched, "--hold-ahead", mode.hold_ahead}));
-  auto held_ahead = WaitHeldAhead(mnt);
-  if (!held_ahead.ok()) return held_ahead.status();
+  CLAIRFS_RETURN_IF_ERROR(
+      stack.MountClairfs(ds.backing, mnt,
+                         {"--cache", ds.cache, "--manifest", "reuse", "--passthrough",
+                          mode.passthrough, "--fuse-uring", mode.fuse_uring, "--sched", mode.sched,
+                          "--hold-ahead", mode.hold_ahead, "--list-ahead", mode.list_ahead}));
+  Sample warm_ups;
+  CLAIRFS_RETURN_IF_ERROR(WaitWarmUps(mnt, &warm_ups));
   auto s = TakeSample(mnt);
   if (!s.ok()) return s.status();
-  s->held_ahead_seconds = *held_ahead;
+  s->held_ahead_seconds = warm_ups.held_ahead_seconds;
+  s->list_ahead_seconds = warm_ups.list_ahead_seconds;
   if (s->passthrough_state != mode.passthrough) {
     return Status::Error(EIO, "mounted with --passthrough " + mode.passthrough +
                                   " but status says " + s->passthrough_state + " (" +
@@ -218,9 +232,10 @@ Result<Sample> MountFresh(MountStack& stack, const std::string& mnt, const Datas
 // Medians of the per-run deltas of one kind of read through the mount.
 struct ReadSeries {
   std::vector<double> direct, mount, read_requests, passthrough_opens, held_copy_opens, cpu,
-      held_ahead;
+      held_ahead, list_ahead;
   void Add(double direct_s, double mount_s, const Sample& before, const Sample& after) {
     held_ahead.push_back(before.held_ahead_seconds);
+    list_ahead.push_back(before.list_ahead_seconds);
     direct.push_back(direct_s);
     mount.push_back(mount_s);
     read_requests.push_back(static_cast<double>(after.read_requests - before.read_requests));
@@ -240,7 +255,8 @@ struct ReadSeries {
             {"passthrough_opens", static_cast<uint64_t>(Median(passthrough_opens))},
             {"held_copy_opens", static_cast<uint64_t>(Median(held_copy_opens))},
             {"daemon_cpu_seconds", Median(cpu)},
-            {"held_ahead_seconds", Median(held_ahead)}};
+            {"held_ahead_seconds", Median(held_ahead)},
+            {"list_ahead_seconds", Median(list_ahead)}};
   }
 };
 
@@ -505,18 +521,23 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
   if (!scheds.ok()) return scheds.status();
   auto holds = ParseChoiceList("--hold-ahead", args.holds, {"on", "off"});
   if (!holds.ok()) return holds.status();
+  auto lists = ParseChoiceList("--list-ahead", args.lists, {"on", "off"});
+  if (!lists.ok()) return lists.status();
   std::vector<MountMode> modes;
   for (const std::string& transport : *transports) {
     for (const std::string& sched : *scheds) {
       for (const std::string& hold : *holds) {
-        for (const std::string& pt : *passthrough_modes) {
-          std::string label = pt;
-          if (transports->size() > 1 || transport != "auto") {
-            label += FuseUringLabel(transport);
+        for (const std::string& list : *lists) {
+          for (const std::string& pt : *passthrough_modes) {
+            std::string label = pt;
+            if (transports->size() > 1 || transport != "auto") {
+              label += FuseUringLabel(transport);
+            }
+            if (scheds->size() > 1 || sched != "normal") label += "/" + sched;
+            if (holds->size() > 1 || hold != "on") label += "/hold-" + hold;
+            if (lists->size() > 1 || list != "on") label += "/list-" + list;
+            modes.push_back({pt, transport, sched, hold, list, label});
           }
-          if (scheds->size() > 1 || sched != "normal") label += "/" + sched;
-          if (holds->size() > 1 || hold != "on") label += "/hold-" + hold;
-          modes.push_back({pt, transport, sched, hold, label});
         }
       }
     }
@@ -571,6 +592,7 @@ Status Measure(const PassthroughArgs& args, nlohmann::json* out) {
                        {"fuse_uring", mode.fuse_uring},
                        {"sched", mode.sched},
                        {"hold_ahead", mode.hold_ahead},
+                       {"list_ahead", mode.list_ahead},
                        {"label", mode.label}});
   }
   for (Dataset* ds : {&*big, &*small}) {
@@ -656,6 +678,8 @@ void RegisterBenchPassthrough(CLI::App& bench) {
                   "normal,batch to compare them in one run");
   cmd->add_option("--hold-ahead", args->holds,
                   "As mount --hold-ahead: on (default), or on,off to compare them in one run");
+  cmd->add_option("--list-ahead", args->lists,
+                  "As mount --list-ahead: on (default), or on,off to compare them in one run");
   cmd->add_option("--counter-calls", args->counter_calls,
                   "Accounted READs per thread when timing the counters (default 2000000)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000'000}));
