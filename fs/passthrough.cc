@@ -300,7 +300,7 @@ OpenDecision KernelPassthrough::BeginOpen(uint64_t ino, int fd, bool from_cache,
       // Changed since the passthrough opens began: their copy is stale, and the kernel takes no
       // other backing file or non-passthrough open for the inode until they are released.
       --e.opens;  // e.opens stays > 0: the earlier opens still hold it
-      if (!waited) {
+      if (!waited && !(e.identity == identity)) {
         // A close returns before the kernel sends its RELEASE: an open right after the last
         // close may arrive first. Give those releases a moment before failing.
         shard.released.wait_for(lock, kReleaseWait, [&] {

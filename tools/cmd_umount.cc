@@ -62,8 +62,8 @@ ListAheadState QueryListAhead(const std::string& mountpoint) {
 }
 
 // Runs fusermount3 -u. A mount found busy while the daemon's listing ran (or had just ended) is
-// tried once more after the listing ended: it stops within one directory once asked, and ends
-// on its own within its bound (at most `timeout` seconds are waited).
+// tried once more after the listing ended, which it does on its own within its bound of names
+// (at most `timeout` seconds are waited).
 int UnmountAfterListAhead(const std::string& mountpoint, int timeout, std::string* err) {
   int rc = RunFusermount("-u", mountpoint, err);
   if (rc == 0 || err->find("busy") == std::string::npos) return rc;
