@@ -175,6 +175,24 @@ TEST_F(HeldCopyWarmupTest, ACopyEvictedWhileItWasBeingHeldIsLetGo) {
   EXPECT_EQ(warmup.stats().held, 2u);
 }
 
+// A manifest walk that fails part way (here: a record that does not decode) ends the warm-up
+// with that error, reports it done, and keeps what it already held.
+TEST_F(HeldCopyWarmupTest, AWalkThatFailsKeepsWhatItHeldAndReportsDone) {
+  for (const char* name : {"a", "b", "e"}) Stage(name);
+  const uint64_t a = AttrOf("a").ino, b = AttrOf("b").ino;
+  ASSERT_TRUE(s_.index->Put(IndexDb::kNames, Manifest::KeyForPath("d"), "not a record", true).ok());
+  RecordingHeldCopies held;
+  HeldCopyWarmup warmup(manifest_.get(), s_.store.get(), Env::Default());
+  EXPECT_FALSE(warmup.Run(&held).ok());
+  const HeldCopyWarmup::Stats stats = warmup.stats();
+  EXPECT_TRUE(stats.done);
+  EXPECT_EQ(stats.held, 2u);  // a and b, before d; e is never reached
+  EXPECT_EQ(held.held.size(), 2u);
+  EXPECT_EQ(held.held.count(a), 1u);
+  EXPECT_EQ(held.held.count(b), 1u);
+  EXPECT_TRUE(held.removed.empty());
+}
+
 TEST_F(HeldCopyWarmupTest, StartOnItsOwnThreadAndStop) {
   for (const char* name : {"a", "b", "c", "d", "e", "f"}) Stage(name);
   RecordingHeldCopies held;
