@@ -2,9 +2,9 @@
 #include "fs/held_copy_warmup.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include "fs/sched_policy.h"
 #include "planner/log.h"
 
 namespace clairfs {
@@ -17,9 +17,7 @@ HeldCopyWarmup::~HeldCopyWarmup() { Stop(); }
 void HeldCopyWarmup::Start(HeldCopies* held) {
   if (thread_.joinable()) return;
   thread_ = std::thread([this, held] {
-    pthread_setname_np(pthread_self(), "clairfs-hold");
-    // Below the request threads: a first OPEN never waits behind the warm-up.
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+    BecomeWarmUpThread("clairfs-hold");  // a first OPEN never waits behind the warm-up
     (void)Run(held);
   });
 }

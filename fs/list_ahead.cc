@@ -2,11 +2,10 @@
 #include "fs/list_ahead.h"
 
 #include <dirent.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <vector>
 
+#include "fs/sched_policy.h"
 #include "planner/log.h"
 
 namespace clairfs {
@@ -18,10 +17,7 @@ ListAhead::~ListAhead() { Stop(); }
 void ListAhead::Start(const std::string& mountpoint) {
   if (thread_.joinable()) return;
   thread_ = std::thread([this, mountpoint] {
-    pthread_setname_np(pthread_self(), "clairfs-list");
-    // Below the request threads, which serve its READDIRPLUS requests: a job's own requests come
-    // first.
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+    BecomeWarmUpThread("clairfs-list");  // the job's requests come before its READDIRPLUS
     (void)Run(mountpoint);
   });
 }

@@ -1,7 +1,10 @@
 // The daemon threads' scheduling policy (see sched_policy.h).
 #include "fs/sched_policy.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -44,6 +47,11 @@ std::string CurrentSchedPolicyName() {
     default:
       return "unknown";
   }
+}
+
+void BecomeWarmUpThread(const char* name) {
+  pthread_setname_np(pthread_self(), name);
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
 }
 
 }  // namespace clairfs

@@ -39,5 +39,9 @@ Status ApplySchedPolicy(SchedPolicy policy);
 // The calling thread's policy as status reports it: "batch", "normal", "idle", "fifo", "rr",
 // "deadline" or "unknown".
 std::string CurrentSchedPolicyName();
+// Names the calling thread and lowers it to nice 10, below the request-serving threads: for the
+// mount's background warm-ups (held_copy_warmup.h, list_ahead.h), which must never make a job's
+// own request wait.
+void BecomeWarmUpThread(const char* name);
 
 }  // namespace clairfs

@@ -284,45 +284,41 @@ Result<double> TimedRead(const Dataset& ds, const std::string& mnt, bool through
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// A read of the copies, then the same read through the mount, so both see the same moment's
+// load (a fresh daemon's start-up included); added to `series` with the mount's counters from
+// `*before` to after them. `*before` becomes the sample taken after.
+Status ReadBesideCopies(const Dataset& ds, const std::string& mnt, bool list_first,
+                        const std::string& what, Sample* before, ReadSeries* series) {
+  auto direct = TimedRead(ds, mnt, false, list_first, what + " of the copies");
+  if (!direct.ok()) return direct.status();
+  auto through = TimedRead(ds, mnt, true, list_first, what + " through the mount");
+  if (!through.ok()) return through.status();
+  auto after = TakeSample(mnt);
+  if (!after.ok()) return after.status();
+  series->Add(*direct, *through, *before, *after);
+  *before = *after;
+  return Status::Ok();
+}
+
 Status TimeOneRun(MountStack& stack, const std::string& mnt, const Dataset& ds,
                   const MountMode& mode, ModeSeries* series) {
-  auto s0 = MountFresh(stack, mnt, ds, mode);
-  if (!s0.ok()) return s0.status();
-  series->transport = s0->fuse_transport;
-  // Each read through the mount right after a direct read, so both see the same moment's
-  // load (a fresh daemon's start-up included).
-  auto direct_1 = TimedRead(ds, mnt, false, false, "direct read");
-  if (!direct_1.ok()) return direct_1.status();
-  auto first = TimedRead(ds, mnt, true, false, "first read through the mount");
-  if (!first.ok()) return first.status();
-  auto s1 = TakeSample(mnt);
-  if (!s1.ok()) return s1.status();
-  auto direct_2 = TimedRead(ds, mnt, false, false, "direct read");
-  if (!direct_2.ok()) return direct_2.status();
-  auto second = TimedRead(ds, mnt, true, false, "second read through the mount");
-  if (!second.ok()) return second.status();
-  auto s2 = TakeSample(mnt);
-  if (!s2.ok()) return s2.status();
+  auto sample = MountFresh(stack, mnt, ds, mode);
+  if (!sample.ok()) return sample.status();
+  series->transport = sample->fuse_transport;
+  CLAIRFS_RETURN_IF_ERROR(ReadBesideCopies(ds, mnt, false, "first read", &*sample, &series->fresh));
+  CLAIRFS_RETURN_IF_ERROR(ReadBesideCopies(ds, mnt, false, "second read", &*sample, &series->warm));
   CLAIRFS_RETURN_IF_ERROR(stack.Pop());
-  series->fresh.Add(*direct_1, *first, *s0, *s1);
-  series->warm.Add(*direct_2, *second, *s1, *s2);
 
   // A loader that lists its dataset before reading it (torchvision's ImageFolder): another
   // fresh mount, its tree listed then read (READDIRPLUS gives the kernel every dentry, so no
   // LOOKUP per file), beside the same on the copies. Listing and reading are timed together.
   // Only for the small files: one big file has no LOOKUPs to save.
   if (ds.name != "small") return Status::Ok();
-  auto s3 = MountFresh(stack, mnt, ds, mode);
-  if (!s3.ok()) return s3.status();
-  auto direct_3 = TimedRead(ds, mnt, false, true, "direct read after listing");
-  if (!direct_3.ok()) return direct_3.status();
-  auto third = TimedRead(ds, mnt, true, true, "read through the mount after listing");
-  if (!third.ok()) return third.status();
-  auto s4 = TakeSample(mnt);
-  if (!s4.ok()) return s4.status();
-  CLAIRFS_RETURN_IF_ERROR(stack.Pop());
-  series->listed.Add(*direct_3, *third, *s3, *s4);
-  return Status::Ok();
+  auto listed = MountFresh(stack, mnt, ds, mode);
+  if (!listed.ok()) return listed.status();
+  CLAIRFS_RETURN_IF_ERROR(
+      ReadBesideCopies(ds, mnt, true, "read after listing", &*listed, &series->listed));
+  return stack.Pop();
 }
 
 // Fresh, warm and listed reads of every mode through `repeat` fresh mounts each. The modes take
