@@ -464,6 +464,7 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
     }
     files_.fetch_add(1);
     policy_->OnInsert(slot->path, alloc);
+    if (publish_listener_) publish_listener_(slot->path);
     slot->path.clear();
   }
 }

@@ -139,6 +139,11 @@ class ContentStore {
   void set_removal_listener(std::function<void(const std::string& data_path)> listener) {
     removal_listener_ = std::move(listener);
   }
+  // Called with a file's path after its copy is published (served from then on), on the
+  // committing thread, outside the store's locks. Set before concurrent use.
+  void set_publish_listener(std::function<void(const std::string& path)> listener) {
+    publish_listener_ = std::move(listener);
+  }
 
   // Drops every copy whose identity differs from `current(path)` (nullopt = file gone).
   // Used at mount after a fresh listing. Returns the number dropped.
@@ -188,6 +193,7 @@ class ContentStore {
   uint64_t capacity_;
   std::unique_ptr<EvictionPolicy> policy_;
   std::function<void(const std::string& data_path)> removal_listener_;
+  std::function<void(const std::string& path)> publish_listener_;
   Shard shards_[kShards];
   std::mutex space_mu_;  // guards used_bytes_, reserved_bytes_; taken after any shard mutex
   uint64_t used_bytes_ = 0;

@@ -499,6 +499,12 @@ TEST(ContentStoreTest, ErrorAtEachStepOfABatchFailsOnlyTheCopiesItMust) {
     std::vector<Written> batch = WriteBatchOf(s->store.get(), &env, "x", 4, 2);
     std::vector<std::string> names;
     for (const Written& w : batch) names.push_back(w.slot.data_name.substr(3));
+    // Told of exactly the copies published, each once it is served, outside the store's locks.
+    std::multiset<std::string> published;
+    s->store->set_publish_listener([&](const std::string& path) {
+      EXPECT_TRUE(s->store->Find(path, /*touch=*/false).has_value()) << path;
+      published.insert(path);
+    });
     env.ResetCounts();
     env.SetTracing(true);
     int expect_failed = -2;  // -2: none, -1: all, else the copy
@@ -529,11 +535,14 @@ TEST(ContentStoreTest, ErrorAtEachStepOfABatchFailsOnlyTheCopiesItMust) {
       }
       auto copy = s->store->Find(batch[i].path);
       EXPECT_EQ(copy.has_value(), !should_fail) << batch[i].path;
+      EXPECT_EQ(published.count(batch[i].path), copy.has_value() ? 1u : 0u) << batch[i].path;
       if (copy) {
         EXPECT_EQ(ReadFile(copy->data_path), batch[i].data) << batch[i].path;
         ++acknowledged;
       }
     }
+    EXPECT_EQ(published.size(), acknowledged);
+    s->store->set_publish_listener(nullptr);
     EXPECT_EQ(s->store->stats().files, 1u + acknowledged);
     EXPECT_EQ(s->store->stats().reserved_bytes, 0u);
     EXPECT_EQ(CountFiles(root + "/tmp"), 0u);

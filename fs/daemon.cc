@@ -252,6 +252,9 @@ Status StartDaemon(Daemon* d) {
   d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
                                        d->stager.get(), env);
   d->held_warmup = std::make_unique<HeldCopyWarmup>(d->manifest.get(), d->store.get(), env);
+  // Copies staged from here on are held for their first open too, once the warm-up has started.
+  d->store->set_publish_listener(
+      [warmup = d->held_warmup.get()](const std::string& path) { warmup->OnPublished(path); });
   d->list_ahead = std::make_unique<ListAhead>(env, d->options.list_ahead);
 
   PlanRuntimeDeps plan_deps;
@@ -365,6 +368,7 @@ void StopDaemon(Daemon* d) {
     d->adapter.reset();
   }
   d->list_ahead.reset();
+  if (d->store) d->store->set_publish_listener(nullptr);  // no committing thread is left
   d->held_warmup.reset();
   d->fs.reset();
   d->plan.reset();

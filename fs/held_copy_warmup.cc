@@ -16,6 +16,7 @@ HeldCopyWarmup::~HeldCopyWarmup() { Stop(); }
 
 void HeldCopyWarmup::Start(HeldCopies* held) {
   if (thread_.joinable()) return;
+  held_.store(held, std::memory_order_release);  // OnPublished may hold from now on
   thread_ = std::thread([this, held] {
     BecomeWarmUpThread("clairfs-hold");  // a first OPEN never waits behind the warm-up
     (void)Run(held);
@@ -34,50 +35,63 @@ HeldCopyWarmup::Stats HeldCopyWarmup::stats() const {
   s.scanned = scanned_.load();
   s.done = done_.load();
   s.seconds = seconds_.load();
+  s.held_when_staged = held_when_staged_.load();
   return s;
 }
 
-bool HeldCopyWarmup::HoldOne(const std::string& path, const NodeAttr& attr, bool* staged) {
+bool HeldCopyWarmup::HoldOne(HeldCopies* held, const std::string& path, const NodeAttr& attr,
+                             bool* staged) {
   auto copy = store_->Find(path, /*touch=*/false);  // holding ahead is not a use
   *staged = copy.has_value();
   if (!copy || !(copy->identity == attr.identity())) return false;
   auto fd = env_->Open(copy->data_path, O_RDONLY | O_NOATIME);
   if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
   if (!fd.ok()) return false;  // evicted meanwhile
-  const bool held = held_->Hold(attr.ino, *fd, copy->identity, copy->data_path);
+  const bool holding = held->Hold(attr.ino, *fd, copy->identity, copy->data_path);
   (void)env_->Close(*fd);
-  if (!held) return false;
+  if (!holding) return false;
   // The store removes an entry before it tells its listener: if the copy is gone now, the
   // listener may have run before the hold, so release it here.
   auto still = store_->Find(path, /*touch=*/false);
   if (!still || still->data_path != copy->data_path) {
-    held_->CopyRemoved(copy->data_path);
+    held->CopyRemoved(copy->data_path);
     return false;
   }
   return true;
 }
 
+void HeldCopyWarmup::OnPublished(const std::string& path) {
+  HeldCopies* held = held_.load(std::memory_order_acquire);
+  if (held == nullptr || stop_.load(std::memory_order_relaxed) || held->HoldRoom() == 0) return;
+  auto node = manifest_->GetByPath(path);
+  if (!node.ok() || !node->has_value() || !(*node)->attr.is_reg()) return;
+  bool staged = false;
+  if (HoldOne(held, path, (*node)->attr, &staged)) {
+    held_when_staged_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 Status HeldCopyWarmup::Run(HeldCopies* held) {
-  held_ = held;
+  held_.store(held, std::memory_order_release);
   started_.store(true);
   const uint64_t start = env_->NowMonotonicNanos();
   const uint64_t cache_version = manifest_->CacheVersion();  // before the walk reads the index
   // Once every copy the store had at the start was seen, the rest of a large manifest has
-  // nothing to hold (copies staged since are registered by their first open).
+  // nothing to hold (copies staged since are held by OnPublished).
   const uint64_t staged_at_start = store_->stats().files;
   uint64_t staged_seen = 0;
   std::string dir_path = "";  // the last file's directory
   uint64_t dir_ino = kRootIno;
   Status walked = manifest_->ForEachFile([&](const std::string& path, const NodeAttr& attr) {
-    if (stop_.load(std::memory_order_relaxed) || held_->HoldRoom() == 0 ||
+    if (stop_.load(std::memory_order_relaxed) || held->HoldRoom() == 0 ||
         staged_seen >= staged_at_start) {
       return false;
     }
     scanned_.fetch_add(1, std::memory_order_relaxed);
     bool staged = false;
-    const bool held = HoldOne(path, attr, &staged);
+    const bool holding = HoldOne(held, path, attr, &staged);
     if (staged) ++staged_seen;
-    if (!held) return true;
+    if (!holding) return true;
     held_count_.fetch_add(1, std::memory_order_relaxed);
     // Its LOOKUP and OPEN will find the node in memory. Files come in directory order, so the
     // directory's inode is read once per directory.

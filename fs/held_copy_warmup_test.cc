@@ -1,6 +1,7 @@
 // Tests of HeldCopyWarmup against a real manifest and content store, with a recording
 // HeldCopies: which copies it holds (staged at the manifest's version only), that it stops when
-// the bound is reached, and that a copy evicted while it was being held is let go again.
+// the bound is reached, that a copy evicted while it was being held is let go again, and that
+// copies published while it runs are held as they come.
 #include "fs/held_copy_warmup.h"
 
 #include <sys/stat.h>
@@ -202,6 +203,48 @@ TEST_F(HeldCopyWarmupTest, StartOnItsOwnThreadAndStop) {
   EXPECT_TRUE(warmup.stats().started);
   EXPECT_TRUE(warmup.stats().done);
   EXPECT_EQ(warmup.stats().held, held.held.size());
+}
+
+// Copies published once the warm-up has started are held as they come (the manifest's version
+// only, while there is room); none before Start or after Stop.
+TEST_F(HeldCopyWarmupTest, CopiesPublishedAfterStartAreHeldWhileThereIsRoom) {
+  RecordingHeldCopies held;
+  held.room = 3;
+  HeldCopyWarmup warmup(manifest_.get(), s_.store.get(), Env::Default());
+  s_.store->set_publish_listener([&](const std::string& path) { warmup.OnPublished(path); });
+  Stage("a");  // not started: nothing to hold into
+  EXPECT_TRUE(held.held.empty());
+
+  ASSERT_TRUE(warmup.Run(&held).ok());  // the walk holds a
+  EXPECT_EQ(warmup.stats().held, 1u);
+  Stage("b");
+  FileIdentity old = AttrOf("c").identity();
+  old.mtime_ns -= 1000000000;
+  Stage("c", old);  // a copy of an earlier version of c: never held
+  Stage("d");
+  Stage("e");  // the bound (3) is reached: not held
+  std::map<uint64_t, std::string> want;
+  for (const char* name : {"a", "b", "d"}) {
+    want[AttrOf(name).ino] = s_.store->Find(name, false)->data_path;
+  }
+  EXPECT_EQ(held.held, want);
+  EXPECT_EQ(warmup.stats().held_when_staged, 2u);
+
+  // An evicted copy makes room again, and its held copy is let go (the removal listener's job,
+  // here called by hand).
+  const std::string b_copy = s_.store->Find("b", false)->data_path;
+  ASSERT_TRUE(s_.store->Evict("b", /*force=*/true).ok());
+  held.CopyRemoved(b_copy);
+  Stage("b");
+  EXPECT_EQ(held.held.count(AttrOf("b").ino), 1u);
+  EXPECT_EQ(warmup.stats().held_when_staged, 3u);
+
+  warmup.Stop();
+  held.room = 100;
+  Stage("f");  // stopped: no more holding
+  EXPECT_EQ(held.held.count(AttrOf("f").ino), 0u);
+  EXPECT_EQ(warmup.stats().held_when_staged, 3u);
+  s_.store->set_publish_listener(nullptr);
 }
 
 TEST(HoldAheadOption, OnByDefaultAndOnlyOnOrOff) {

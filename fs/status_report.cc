@@ -14,8 +14,11 @@ nlohmann::json HeldAheadJson(const HeldCopyWarmup* warmup) {
   if (warmup == nullptr) return nullptr;
   const HeldCopyWarmup::Stats s = warmup->stats();
   if (!s.started) return nullptr;
-  return {
-      {"held", s.held}, {"files_looked_at", s.scanned}, {"done", s.done}, {"seconds", s.seconds}};
+  return {{"held", s.held},
+          {"files_looked_at", s.scanned},
+          {"done", s.done},
+          {"seconds", s.seconds},
+          {"held_when_staged", s.held_when_staged}};
 }
 
 // list_ahead: null until the walk started (never with --list-ahead off).

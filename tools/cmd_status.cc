@@ -79,9 +79,10 @@ void PrintHuman(const nlohmann::json& j) {
           static_cast<unsigned long long>(p.value("held_copies", uint64_t{0})));
       const nlohmann::json ahead = p.value("held_ahead", nlohmann::json());
       if (ahead.is_object()) {
-        printf(" (%llu held ahead at mount%s)",
+        printf(" (%llu held ahead at mount%s, %llu as they were staged)",
                static_cast<unsigned long long>(ahead.value("held", uint64_t{0})),
-               ahead.value("done", false) ? "" : ", still holding");
+               ahead.value("done", false) ? "" : ", still holding",
+               static_cast<unsigned long long>(ahead.value("held_when_staged", uint64_t{0})));
       }
       printf("\n");
     } else {
