@@ -270,7 +270,7 @@ TEST(BenchQuick, HeatStagesHotSmallFilesAndEveryPassReadsEverything) {
 // Passthrough on and off: every read is byte-counted by the bench (it fails otherwise) and two
 // reads through a fresh mount are verified byte for byte; with passthrough on, every open of a
 // staged file is a passthrough open and no READ reaches the daemon; with it off, the first reads
-// do.
+// do. Files staged while mounted are held for their first open (passthrough on).
 TEST(BenchQuick, PassthroughReadsEveryByteAndOnModeSendsNoRead) {
   nlohmann::json j = RunBench({"passthrough"});
   ASSERT_TRUE(j.contains("modes")) << j.dump();
@@ -308,6 +308,16 @@ TEST(BenchQuick, PassthroughReadsEveryByteAndOnModeSendsNoRead) {
         EXPECT_GT(m[ds]["fresh"]["read_requests"].get<uint64_t>(), 0u);
         EXPECT_GT(v["fresh_read_requests"].get<uint64_t>(), 0u);
       }
+    }
+    // The small files once more, staged by `clairfs stage` into an empty cache while mounted:
+    // with passthrough, every first open claims the copy held as it was published.
+    ASSERT_TRUE(m["small"].contains("staged")) << m["small"].dump();
+    const auto& staged = m["small"]["staged"];
+    EXPECT_GT(staged["ratio"].get<double>(), 0);
+    EXPECT_EQ(staged["passthrough_opens"], on ? j["files"] : nlohmann::json(0));
+    EXPECT_EQ(staged["held_copy_opens"], on ? j["files"] : nlohmann::json(0));
+    if (on) {
+      EXPECT_EQ(staged["read_requests_max"], 0);
     }
   }
   for (const char* k :

@@ -12,6 +12,7 @@ namespace {
 std::string Workload(const std::string& ds, const std::string& when) {
   const std::string what = when == "fresh"    ? "first read, fresh mount"
                            : when == "listed" ? "listed + first read, fresh"
+                           : when == "staged" ? "first read, staged while mounted"
                                               : "second read (warm)";
   return std::string(ds == "big" ? "big file" : "small files") + ", " + what;
 }
@@ -46,7 +47,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
          "direct", "through mount", "ratio", "READs");
   for (const auto& m : r["modes"]) {
     for (const char* ds : {"big", "small"}) {
-      for (const char* when : {"fresh", "warm", "listed"}) {
+      for (const char* when : {"fresh", "warm", "listed", "staged"}) {
         if (!m[ds].contains(when)) continue;
         const auto& p = m[ds][when];
         printf("%-15s %-42s %8.3f s %11.3f s %7.2fx %8llu\n", Label(m).c_str(),

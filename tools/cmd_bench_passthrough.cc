@@ -15,7 +15,10 @@
 //    open+read+close. Ratio = median direct time / median mount time (1.0 = as fast as the
 //    copies). For the small files, another fresh mount, whose tree is listed and then read
 //    ("listed", both timed, beside the same on the copies): a loader that indexes its dataset
-//    first, whose READDIRPLUS leaves no LOOKUP for the reads. The reads start once the new daemon's
+//    first, whose READDIRPLUS leaves no LOOKUP for the reads. And one more on an empty cache of
+//    its own, whose files are staged with `clairfs stage --wait` before the first read
+//    ("staged", beside a read of the new copies): a job whose prefetcher stages files while it
+//    runs. The reads start once the new daemon's
 //    warm-ups have ended (holding copies ahead, fs/held_copy_warmup.h, and listing names for the
 //    kernel, fs/list_ahead.h; their times are reported); held_copy_opens says how many first
 //    opens found their copy held. With --list-ahead on (the default) the fresh read finds every
@@ -38,6 +41,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -206,13 +210,13 @@ Status WaitWarmUps(const std::string& mnt, Sample* s) {
   return Status::Error(ETIMEDOUT, "the warm-ups of " + mnt + " did not end in 60 s");
 }
 
-// Mounts `ds` fresh in `mode`, waits for its warm-ups, and checks that passthrough is
-// what was asked for.
+// Mounts `ds` fresh in `mode` (`manifest`: --manifest of the mount), waits for its warm-ups, and
+// checks that passthrough is what was asked for.
 Result<Sample> MountFresh(MountStack& stack, const std::string& mnt, const Dataset& ds,
-                          const MountMode& mode) {
+                          const MountMode& mode, const std::string& manifest = "reuse") {
   CLAIRFS_RETURN_IF_ERROR(
       stack.MountClairfs(ds.backing, mnt,
-                         {"--cache", ds.cache, "--manifest", "reuse", "--passthrough",
+                         {"--cache", ds.cache, "--manifest", manifest, "--passthrough",
                           mode.passthrough, "--fuse-uring", mode.fuse_uring, "--sched", mode.sched,
                           "--hold-ahead", mode.hold_ahead, "--list-ahead", mode.list_ahead}));
   Sample warm_ups;
@@ -260,10 +264,10 @@ struct ReadSeries {
   }
 };
 
-// One run of the three reads of `mode` (fresh, warm, listed), each beside a direct read of the
-// copies, added to `series`.
+// One run of the four reads of `mode` (fresh, warm, listed, staged), each beside a direct read of
+// the copies, added to `series`.
 struct ModeSeries {
-  ReadSeries fresh, warm, listed;
+  ReadSeries fresh, warm, listed, staged;
   std::string transport;
 };
 
@@ -300,6 +304,31 @@ Status ReadBesideCopies(const Dataset& ds, const std::string& mnt, bool list_fir
   return Status::Ok();
 }
 
+// A job whose files are staged while it runs (by the plan's prefetcher, or `clairfs stage` as
+// here): a fresh mount on an empty cache of its own, every file staged through the mount's
+// control socket, then the first read through the mount beside a read of the new copies. The
+// copies' pages are warm from being written, as a prefetched file's are.
+Status TimeStagedRead(MountStack& stack, const std::string& mnt, Dataset ds, const MountMode& mode,
+                      ReadSeries* series) {
+  ds.cache += "-staged";
+  std::error_code ec;
+  std::filesystem::remove_all(ds.cache, ec);
+  if (ec) return Status::Error(EIO, "removing " + ds.cache + ": " + ec.message());
+  auto sample = MountFresh(stack, mnt, ds, mode, "rescan");
+  if (!sample.ok()) return sample.status();
+  CLAIRFS_RETURN_IF_ERROR(RunClairfsCommand(stack.self(), {"stage", mnt, "--wait"}));
+  auto copies = ListRegularFiles(ds.data());
+  if (!copies.ok()) return copies.status();
+  ds.copies = std::move(*copies);
+  auto before = TakeSample(mnt);
+  if (!before.ok()) return before.status();
+  CLAIRFS_RETURN_IF_ERROR(
+      ReadBesideCopies(ds, mnt, false, "first read after staging", &*before, series));
+  CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+  std::filesystem::remove_all(ds.cache, ec);
+  return Status::Ok();
+}
+
 Status TimeOneRun(MountStack& stack, const std::string& mnt, const Dataset& ds,
                   const MountMode& mode, ModeSeries* series) {
   auto sample = MountFresh(stack, mnt, ds, mode);
@@ -318,7 +347,8 @@ Status TimeOneRun(MountStack& stack, const std::string& mnt, const Dataset& ds,
   if (!listed.ok()) return listed.status();
   CLAIRFS_RETURN_IF_ERROR(
       ReadBesideCopies(ds, mnt, true, "read after listing", &*listed, &series->listed));
-  return stack.Pop();
+  CLAIRFS_RETURN_IF_ERROR(stack.Pop());
+  return TimeStagedRead(stack, mnt, ds, mode, &series->staged);
 }
 
 // Fresh, warm and listed reads of every mode through `repeat` fresh mounts each. The modes take
@@ -347,6 +377,7 @@ Result<std::vector<nlohmann::json>> TimeReads(MountStack& stack, const std::stri
     nlohmann::json j = {
         {"fresh", s.fresh.Json()}, {"warm", s.warm.Json()}, {"fuse_transport", s.transport}};
     if (!s.listed.direct.empty()) j["listed"] = s.listed.Json();
+    if (!s.staged.direct.empty()) j["staged"] = s.staged.Json();
     out.push_back(std::move(j));
   }
   return out;
