@@ -16,11 +16,11 @@
 // version, until HeldCopies::HoldRoom() is 0 (the held-id bound, 64 Ki files), every copy the
 // store held at the start was seen, or the manifest ends. A dataset within the bound is held whole;
 // a larger one holds its first files in key order (a shuffled epoch finds the same share of its
-// first opens held). A copy published after Start is held if there is room then (copies claimed
-// by opens or evicted make room again; a held id of an evicted copy is closed at once). A copy
-// that left the store while it was being held is released again (CopyRemoved), so a held copy
-// never names an evicted file. Nothing here changes what an open serves: Claim still checks the
-// version and the copy at the open. Each file the walk holds is also remembered in the
+// first opens held). A copy published after Start is held if there is room then (a copy released
+// after an open stays held and counts against the bound; evicting a copy closes its id and makes
+// room). A copy that left the store while it was being held is released again (CopyRemoved), so
+// a held copy never names an evicted file. Nothing here changes what an open serves: Claim still
+// checks the version and the copy at the open. Each file the walk holds is also remembered in the
 // manifest's node cache (same 64 Ki bound), so its LOOKUP and OPEN read no index record either.
 //
 // Threading: Start() runs Run() on its own thread; Stop() (also the destructor) asks it to stop

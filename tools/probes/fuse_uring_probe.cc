@@ -11,16 +11,18 @@
 //   - CALLS x stat() of a file whose attributes are never cached (one GETATTR round trip each),
 //   - CALLS x open()+close() of one warm file (an OPEN round trip plus an async RELEASE),
 //   - the two loops again with the caller pinned to CPU 0,
-// against the mounts and against the backing files directly, and prints medians, the ratios to
-// the direct reads, and how many requests each side's daemon served per operation (and over
-// which transport). Everything it mounts is unmounted and its directory removed on every exit
-// path.
+// from threads of the probe's own process, or (--reader-process) from a child process per run,
+// as a real client would, against the mounts and against the backing files directly, and prints
+// medians, the ratios to the direct reads, and how many requests each side's daemon served per
+// operation (and over which transport). Everything it mounts is unmounted and its directory removed
+// on every exit path.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,13 +58,15 @@ struct Options {
   int depth = 8;
   int threads_per_queue = 1;
   bool defer_taskrun = true;
+  bool reader_process = false;  // run each timed workload in a child process
   std::string dir = "/tmp";
 };
 
 const char* kUsage =
     "usage: fuse_uring_probe [--files N] [--size BYTES] [--repeat R] [--calls M]\n"
     "         [--serve passthrough|memory] [--classic-threads T] [--pin-classic]\n"
-    "         [--threads-per-queue Q] [--depth D] [--no-defer-taskrun] [--dir DIR]\n";
+    "         [--threads-per-queue Q] [--depth D] [--no-defer-taskrun] [--reader-process]\n"
+    "         [--dir DIR]\n";
 
 Result<Options> ParseOptions(int argc, char** argv) {
   Options o;
@@ -102,6 +106,8 @@ Result<Options> ParseOptions(int argc, char** argv) {
       o.pin_classic = true;
     } else if (arg == "--no-defer-taskrun") {
       o.defer_taskrun = false;
+    } else if (arg == "--reader-process") {
+      o.reader_process = true;
     } else if (arg == "--serve") {
       const char* v = value();
       if (v != nullptr && std::strcmp(v, "passthrough") == 0) {
@@ -250,12 +256,52 @@ struct Samples {
   std::vector<double> cpu_us[kSides];         // CPU time of the whole process per operation
 };
 
-// User + system CPU time of every thread of this process (readers and daemon), in us.
+// User + system CPU time of every thread of this process (readers and daemon) and of its
+// reaped reader processes (--reader-process), in us.
 double ProcessCpuMicros() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
   auto us = [](const struct timeval& tv) { return tv.tv_sec * 1e6 + tv.tv_usec; };
-  return us(ru.ru_utime) + us(ru.ru_stime);
+  double total = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    struct rusage ru;
+    getrusage(who, &ru);
+    total += us(ru.ru_utime) + us(ru.ru_stime);
+  }
+  return total;
+}
+
+// Runs `fn` in a forked child and returns its result. A reader in another process reaches the
+// server the way a real FUSE client does: every round trip switches address space, which costs
+// about twice a switch within one process on a PVM guest (switch_cost_probe). The child only
+// runs the workload (open/read/stat and its own threads) and exits with _exit.
+Result<double> InReaderProcess(const std::function<Result<double>()>& fn) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno(errno, "pipe2");
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return Status::FromErrno(err, "fork");
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    Result<double> r = fn();
+    const double reply[2] = {r.ok() ? *r : 0.0,
+                             r.ok() ? 0.0 : static_cast<double>(r.status().code())};
+    const bool sent = write(fds[1], reply, sizeof(reply)) == static_cast<ssize_t>(sizeof(reply));
+    _exit(sent ? 0 : 1);
+  }
+  close(fds[1]);
+  double reply[2] = {0, 0};
+  const ssize_t n = read(fds[0], reply, sizeof(reply));
+  close(fds[0]);
+  int wstatus = 0;
+  if (waitpid(pid, &wstatus, 0) < 0) return Status::FromErrno(errno, "waitpid");
+  if (n != static_cast<ssize_t>(sizeof(reply)) || !WIFEXITED(wstatus)) {
+    return Status::Error(EIO, "the reader process died");
+  }
+  if (reply[1] != 0) return Status::Error(static_cast<int>(reply[1]), "in the reader process");
+  return reply[0];
 }
 
 Status Run(const Options& o) {
@@ -310,6 +356,9 @@ Status Run(const Options& o) {
       "entries, threads pinned to their queue's CPU%s, + 1 /dev/fuse thread\n",
       o.classic_threads, o.pin_classic ? " pinned" : " unpinned", (*uring)->ring_queues(),
       o.threads_per_queue, o.depth, o.defer_taskrun ? ", SINGLE_ISSUER|DEFER_TASKRUN" : "");
+  std::printf("readers: %s\n", o.reader_process
+                                   ? "a child process per timed run (switches change address space)"
+                                   : "threads of this process (no address-space switch)");
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   std::fflush(stdout);
 
@@ -362,7 +411,8 @@ Status Run(const Options& o) {
         uint64_t dev0 = fs ? fs->requests(Transport::kDevFuse) : 0;
         uint64_t ring0 = fs ? fs->requests(Transport::kRing) : 0;
         double cpu0 = ProcessCpuMicros();
-        auto t = workloads[w].run(side, dirs[side]);
+        auto run = [&] { return workloads[w].run(side, dirs[side]); };
+        auto t = o.reader_process ? InReaderProcess(run) : run();
         if (!t.ok()) return t.status().WithContext(workloads[w].name);
         // RELEASE is asynchronous: let the last ones land before counting.
         if (fs) usleep(20000);
