@@ -332,6 +332,7 @@ Status StartDaemon(Daemon* d) {
                                                                   : PassthroughMode::kAuto;
   adapter_options.passthrough_probe_dir = d->paths.cache;
   adapter_options.passthrough_state = &d->passthrough;
+  adapter_options.held_copies = d->options.held_copies;
   adapter_options.fuse_uring = d->options.fuse_uring == "on"    ? FuseUringMode::kOn
                                : d->options.fuse_uring == "off" ? FuseUringMode::kOff
                                                                 : FuseUringMode::kAuto;

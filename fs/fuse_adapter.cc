@@ -407,7 +407,8 @@ Status FuseAdapter::SetUpHooks() {
     if (pt_required) return Status::Error(EPERM, "--passthrough on: " + pt_state->reason());
     Log(LogLevel::kInfo, "passthrough: off (%s)", pt_state->reason().c_str());
   } else {
-    passthrough_ = std::make_unique<KernelPassthrough>(options_.passthrough_probe_dir, pt_state);
+    passthrough_ = std::make_unique<KernelPassthrough>(options_.passthrough_probe_dir, pt_state,
+                                                       options_.held_copies);
     passthrough_->set_fuse_fd(fuse_fd);
   }
   if (options_.fuse_uring == FuseUringMode::kOff) {

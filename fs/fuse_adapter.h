@@ -38,8 +38,9 @@ struct FuseAdapterOptions {
   int max_idle_threads = 8;
   ReadMode read_mode = ReadMode::kPread;
   PassthroughMode passthrough = PassthroughMode::kOff;
-  std::string passthrough_probe_dir;              // on the staged copies' filesystem
-  PassthroughState* passthrough_state = nullptr;  // reported by status; may be null
+  std::string passthrough_probe_dir;                             // on the staged copies' filesystem
+  PassthroughState* passthrough_state = nullptr;                 // reported by status; may be null
+  uint64_t held_copies = KernelPassthrough::kDefaultHeldCopies;  // ids held between opens
   // FUSE over io_uring (docs/FUSE-URING.md): auto uses it when the kernel offers it at INIT
   // (enable_uring=Y), on fails the mount without it, off never asks.
   FuseUringMode fuse_uring = FuseUringMode::kOff;

@@ -19,6 +19,16 @@
 
 namespace clairfs {
 
+// Where a copy held ahead of its first open ranks among the held copies when their bound is full.
+enum class HoldRank {
+  // A guess (the mount-time walk in name order): behind every released copy, so it is the first
+  // closed when the bound is reached, and not held at all while the bound is full.
+  kBehindReleased,
+  // Just staged for a use ahead (a copy published while mounted): ranked like a copy released
+  // now; when the bound is full, the lowest-ranked held copy is closed to make room.
+  kMostRecent,
+};
+
 class HeldCopies {
  public:
   virtual ~HeldCopies() = default;
@@ -34,11 +44,12 @@ class HeldCopies {
   // reached or holding is off.
   virtual size_t HoldRoom() const = 0;
   // Holds `fd`, an open copy at `data_path` with the bytes of `identity`, for the first open of
-  // `ino` to claim, as if an earlier open had released it. False (nothing held) if `ino` already
-  // has an entry, its share of the bound is full, or the kernel refused. The caller keeps and
-  // closes `fd`; it must call CopyRemoved if the copy left the store meanwhile.
+  // `ino` to claim, as if an earlier open had released it, ranked by `rank`. False (nothing held)
+  // if `ino` already has an entry, holding is off (a bound of 0), its share of the bound is full
+  // (kBehindReleased only), or the kernel refused. The caller keeps and closes `fd`; it must call
+  // CopyRemoved if the copy left the store meanwhile.
   virtual bool Hold(uint64_t ino, int fd, const FileIdentity& identity,
-                    const std::string& data_path) = 0;
+                    const std::string& data_path, HoldRank rank) = 0;
 };
 
 }  // namespace clairfs

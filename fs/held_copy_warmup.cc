@@ -40,14 +40,14 @@ HeldCopyWarmup::Stats HeldCopyWarmup::stats() const {
 }
 
 bool HeldCopyWarmup::HoldOne(HeldCopies* held, const std::string& path, const NodeAttr& attr,
-                             bool* staged) {
+                             HoldRank rank, bool* staged) {
   auto copy = store_->Find(path, /*touch=*/false);  // holding ahead is not a use
   *staged = copy.has_value();
   if (!copy || !(copy->identity == attr.identity())) return false;
   auto fd = env_->Open(copy->data_path, O_RDONLY | O_NOATIME);
   if (!fd.ok() && fd.status().code() == EPERM) fd = env_->Open(copy->data_path, O_RDONLY);
   if (!fd.ok()) return false;  // evicted meanwhile
-  const bool holding = held->Hold(attr.ino, *fd, copy->identity, copy->data_path);
+  const bool holding = held->Hold(attr.ino, *fd, copy->identity, copy->data_path, rank);
   (void)env_->Close(*fd);
   if (!holding) return false;
   // The store removes an entry before it tells its listener: if the copy is gone now, the
@@ -62,11 +62,12 @@ bool HeldCopyWarmup::HoldOne(HeldCopies* held, const std::string& path, const No
 
 void HeldCopyWarmup::OnPublished(const std::string& path) {
   HeldCopies* held = held_.load(std::memory_order_acquire);
-  if (held == nullptr || stop_.load(std::memory_order_relaxed) || held->HoldRoom() == 0) return;
+  if (held == nullptr || stop_.load(std::memory_order_relaxed)) return;
   auto node = manifest_->GetByPath(path);
   if (!node.ok() || !node->has_value() || !(*node)->attr.is_reg()) return;
   bool staged = false;
-  if (HoldOne(held, path, (*node)->attr, &staged)) {
+  // Staged for a use ahead: it outranks the copies held longest when the bound is full.
+  if (HoldOne(held, path, (*node)->attr, HoldRank::kMostRecent, &staged)) {
     held_when_staged_.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -89,7 +90,7 @@ Status HeldCopyWarmup::Run(HeldCopies* held) {
     }
     scanned_.fetch_add(1, std::memory_order_relaxed);
     bool staged = false;
-    const bool holding = HoldOne(held, path, attr, &staged);
+    const bool holding = HoldOne(held, path, attr, HoldRank::kBehindReleased, &staged);
     if (staged) ++staged_seen;
     if (!holding) return true;
     held_count_.fetch_add(1, std::memory_order_relaxed);

@@ -13,15 +13,16 @@
 // right after it is published moves the same work from the reader's wait to the staging thread.
 //
 // What: the manifest's regular files in key order whose staged copy matches the manifest's
-// version, until HeldCopies::HoldRoom() is 0 (the held-id bound, 64 Ki files), every copy the
-// store held at the start was seen, or the manifest ends. A dataset within the bound is held whole;
-// a larger one holds its first files in key order (a shuffled epoch finds the same share of its
-// first opens held). A copy published after Start is held if there is room then (a copy released
-// after an open stays held and counts against the bound; evicting a copy closes its id and makes
-// room). A copy that left the store while it was being held is released again (CopyRemoved), so
-// a held copy never names an evicted file. Nothing here changes what an open serves: Claim still
+// version, until HeldCopies::HoldRoom() is 0 (the held-id bound, `--held-copies`, 64 Ki files by
+// default), every copy the store held at the start was seen, or the manifest ends. A dataset
+// within the bound is held whole; a larger one holds its first files in key order (a shuffled
+// epoch finds the same share of its first opens held), each ranked behind the copies released by
+// opens (HoldRank::kBehindReleased). A copy published after Start is held ranked like a copy
+// released now (kMostRecent): when the bound is full, the held copy ranked lowest is closed for
+// it. A copy that left the store while it was being held is released again (CopyRemoved), so a
+// held copy never names an evicted file. Nothing here changes what an open serves: Claim still
 // checks the version and the copy at the open. Each file the walk holds is also remembered in the
-// manifest's node cache (same 64 Ki bound), so its LOOKUP and OPEN read no index record either.
+// manifest's node cache (64 Ki bound), so its LOOKUP and OPEN read no index record either.
 //
 // Threading: Start() runs Run() on its own thread; Stop() (also the destructor) asks it to stop
 // at its next file and joins it. OnPublished runs on the store's committing threads, any time
@@ -70,7 +71,8 @@ class HeldCopyWarmup {
  private:
   // Holds the copy of one file if it is staged at the manifest's version; true if held.
   // `*staged`: whether the store had a copy of it at all.
-  bool HoldOne(HeldCopies* held, const std::string& path, const NodeAttr& attr, bool* staged);
+  bool HoldOne(HeldCopies* held, const std::string& path, const NodeAttr& attr, HoldRank rank,
+               bool* staged);
 
   Manifest* manifest_;
   ContentStore* store_;

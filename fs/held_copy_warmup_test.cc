@@ -16,6 +16,7 @@
 
 #include "cache/test_store.h"
 #include "fs/mount_options.h"
+#include "fs/passthrough.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -31,18 +32,23 @@ class RecordingHeldCopies : public HeldCopies {
     }
   }
   size_t HoldRoom() const override { return room > held.size() ? room - held.size() : 0; }
-  bool Hold(uint64_t ino, int fd, const FileIdentity& identity,
-            const std::string& data_path) override {
+  // Models the bound only for kBehindReleased (refused when full); a kMostRecent hold is always
+  // taken (the real one closes a lower-ranked copy for it: tests/passthrough_test.cc).
+  bool Hold(uint64_t ino, int fd, const FileIdentity& identity, const std::string& data_path,
+            HoldRank rank) override {
     struct stat st;
     // The fd handed over is the copy itself, open.
     EXPECT_EQ(fstat(fd, &st), 0);
     EXPECT_EQ(static_cast<uint64_t>(st.st_size), identity.size);
+    if (rank == HoldRank::kBehindReleased && HoldRoom() == 0) return false;
     if (during_hold) during_hold(data_path);
     held[ino] = data_path;
+    ranks[ino] = rank;
     return true;
   }
 
   size_t room = 1000;
+  std::map<uint64_t, HoldRank> ranks;                   // ino -> rank of its latest hold
   std::function<void(const std::string&)> during_hold;  // runs inside Hold
   std::map<uint64_t, std::string> held;                 // ino -> copy
   std::set<std::string> removed;
@@ -206,8 +212,9 @@ TEST_F(HeldCopyWarmupTest, StartOnItsOwnThreadAndStop) {
 }
 
 // Copies published once the warm-up has started are held as they come (the manifest's version
-// only, while there is room); none before Start or after Stop.
-TEST_F(HeldCopyWarmupTest, CopiesPublishedAfterStartAreHeldWhileThereIsRoom) {
+// only), ranked as most recent, also when the bound is full; none before Start or after Stop. The
+// walk's holds rank behind released copies.
+TEST_F(HeldCopyWarmupTest, CopiesPublishedAfterStartAreHeldAsMostRecent) {
   RecordingHeldCopies held;
   held.room = 3;
   HeldCopyWarmup warmup(manifest_.get(), s_.store.get(), Env::Default());
@@ -222,29 +229,43 @@ TEST_F(HeldCopyWarmupTest, CopiesPublishedAfterStartAreHeldWhileThereIsRoom) {
   old.mtime_ns -= 1000000000;
   Stage("c", old);  // a copy of an earlier version of c: never held
   Stage("d");
-  Stage("e");  // the bound (3) is reached: not held
+  Stage("e");  // the bound (3) is reached: held all the same, as most recent
   std::map<uint64_t, std::string> want;
-  for (const char* name : {"a", "b", "d"}) {
+  for (const char* name : {"a", "b", "d", "e"}) {
     want[AttrOf(name).ino] = s_.store->Find(name, false)->data_path;
   }
   EXPECT_EQ(held.held, want);
-  EXPECT_EQ(warmup.stats().held_when_staged, 2u);
-
-  // An evicted copy makes room again, and its held copy is let go (the removal listener's job,
-  // here called by hand).
-  const std::string b_copy = s_.store->Find("b", false)->data_path;
-  ASSERT_TRUE(s_.store->Evict("b", /*force=*/true).ok());
-  held.CopyRemoved(b_copy);
-  Stage("b");
-  EXPECT_EQ(held.held.count(AttrOf("b").ino), 1u);
+  EXPECT_EQ(held.ranks[AttrOf("a").ino], HoldRank::kBehindReleased);
+  for (const char* name : {"b", "d", "e"}) {
+    EXPECT_EQ(held.ranks[AttrOf(name).ino], HoldRank::kMostRecent) << name;
+  }
   EXPECT_EQ(warmup.stats().held_when_staged, 3u);
 
   warmup.Stop();
-  held.room = 100;
   Stage("f");  // stopped: no more holding
   EXPECT_EQ(held.held.count(AttrOf("f").ino), 0u);
   EXPECT_EQ(warmup.stats().held_when_staged, 3u);
   s_.store->set_publish_listener(nullptr);
+}
+
+TEST(HeldCopiesOption, DefaultBoundRangeAndRounding) {
+  MountOptions o;
+  EXPECT_EQ(o.held_copies, KernelPassthrough::kDefaultHeldCopies);
+  ASSERT_TRUE(ApplyMountOption("held_copies=0", &o).ok());
+  EXPECT_EQ(o.held_copies, 0u);
+  ASSERT_TRUE(ApplyMountOption("held_copies=100", &o).ok());
+  EXPECT_EQ(o.held_copies, 100u);
+  for (const char* bad : {"held_copies=-1", "held_copies=lots", "held_copies=16777217"}) {
+    Status st = ApplyMountOption(bad, &o);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("held_copies"), std::string::npos) << st.message();
+  }
+  // Each of the 64 shards holds an equal share.
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(0), 0u);
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(1), 64u);
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(64), 64u);
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(100), 128u);
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(65536), 65536u);
 }
 
 TEST(HoldAheadOption, OnByDefaultAndOnlyOnOrOff) {

@@ -10,6 +10,8 @@
 namespace clairfs {
 namespace {
 
+constexpr int kMaxHeldCopies = 1 << 24;  // each held copy pins an open file in the kernel
+
 Result<int> ParseInt(const std::string& key, const std::string& value, int min, int max) {
   char* end = nullptr;
   errno = 0;
@@ -110,6 +112,13 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
       return Status::Invalid("option hold_ahead=" + value + ": expected on or off");
     }
     o->hold_ahead = value == "on";
+  } else if (k == "held_copies") {
+    auto n = ParseInt(key, value, 0, kMaxHeldCopies);
+    if (!n.ok()) {
+      return Status::Invalid("option held_copies=" + value + ": expected a number from 0 to " +
+                             std::to_string(kMaxHeldCopies));
+    }
+    o->held_copies = static_cast<uint64_t>(*n);
   } else if (k == "list_ahead") {
     if (value == "off") {
       o->list_ahead = 0;

@@ -38,7 +38,8 @@ struct MountOptions {
   int scan_threads = 8;
   std::string read_mode = "pread";   // how staged bytes reach /dev/fuse: pread or splice
   std::string passthrough = "auto";  // kernel FUSE passthrough: auto, on or off
-  bool hold_ahead = true;  // passthrough: hold staged copies at mount (fs/held_copy_warmup.h)
+  bool hold_ahead = true;        // passthrough: hold staged copies at mount (fs/held_copy_warmup.h)
+  uint64_t held_copies = 65536;  // passthrough: ids held between opens (fs/passthrough.h); 0: none
   uint64_t list_ahead = kDefaultListAheadNames;  // names listed for the kernel at mount; 0: none
   std::string fuse_uring = "auto";  // FUSE over io_uring: auto, on or off (docs/FUSE-URING.md)
   int fuse_uring_threads = 2;       // ring threads per CPU queue, each with one entry

@@ -115,8 +115,15 @@ bool HaveCapSysAdmin() {
   return (data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32))) != 0;
 }
 
-KernelPassthrough::KernelPassthrough(std::string probe_dir, PassthroughState* state)
-    : probe_dir_(std::move(probe_dir)), state_(state) {}
+uint64_t KernelPassthrough::EffectiveHeldCopies(uint64_t held_copies) {
+  return (held_copies + kShards - 1) / kShards * kShards;
+}
+
+KernelPassthrough::KernelPassthrough(std::string probe_dir, PassthroughState* state,
+                                     uint64_t held_copies)
+    : probe_dir_(std::move(probe_dir)),
+      state_(state),
+      idle_per_shard_(static_cast<size_t>(EffectiveHeldCopies(held_copies) / kShards)) {}
 
 ssize_t KernelPassthrough::HookRead(int fd, void* buf, size_t len) {
   ssize_t n = ::read(fd, buf, len);
@@ -372,39 +379,52 @@ void KernelPassthrough::CopyRemoved(const std::string& data_path) {
 
 size_t KernelPassthrough::HoldRoom() const {
   if (!active()) return 0;
-  const size_t bound = kIdlePerShard * shards_.size();
+  const size_t bound = idle_per_shard_ * shards_.size();
   const uint64_t held = state_->held_copies();
   return held >= bound ? 0 : static_cast<size_t>(bound - held);
 }
 
 bool KernelPassthrough::Hold(uint64_t ino, int fd, const FileIdentity& identity,
-                             const std::string& data_path) {
-  if (!active()) return false;
+                             const std::string& data_path, HoldRank rank) {
+  if (!active() || idle_per_shard_ == 0) return false;
+  const bool displaces = rank == HoldRank::kMostRecent;
   Shard& shard = ShardOf(ino);
   {
     std::lock_guard<std::mutex> lock(shard.mu);
-    if (shard.inodes.count(ino) > 0 || shard.idle.size() >= kIdlePerShard) return false;
+    if (shard.inodes.count(ino) > 0 || (!displaces && shard.idle.size() >= idle_per_shard_)) {
+      return false;
+    }
   }
   // Registered outside the lock (a kernel table insert), then entered if nothing came first.
   const int id = BackingOpen(fuse_fd_, fd);
   if (id < 0) return false;
   bool held = false;
+  int dropped_id = -1;
   {
     std::lock_guard<std::mutex> lock(shard.mu);
-    if (shard.inodes.count(ino) == 0 && shard.idle.size() < kIdlePerShard) {
+    if (shard.inodes.count(ino) == 0 && (displaces || shard.idle.size() < idle_per_shard_)) {
+      if (shard.idle.size() >= idle_per_shard_) {
+        dropped_id = DropIdleLocked(shard, shard.inodes.find(shard.idle.back()));
+      }
       InodeEntry& e = shard.inodes[ino];
       e.passthrough = true;
       e.backing_id = id;
       e.identity = identity;
       e.data_path = data_path;
       shard.by_data_path[data_path] = ino;
-      // Behind the ids of released opens: a recently used copy outranks one held ahead.
-      shard.idle.push_back(ino);
-      e.idle_pos = std::prev(shard.idle.end());
+      if (displaces) {
+        shard.idle.push_front(ino);
+        e.idle_pos = shard.idle.begin();
+      } else {
+        // Behind the ids of released opens: a recently used copy outranks a guess.
+        shard.idle.push_back(ino);
+        e.idle_pos = std::prev(shard.idle.end());
+      }
       state_->AddHeldCopies(1);
       held = true;
     }
   }
+  if (dropped_id >= 0) BackingClose(fuse_fd_, dropped_id);
   if (!held) BackingClose(fuse_fd_, id);
   return held;
 }
@@ -424,7 +444,7 @@ void KernelPassthrough::EndOpen(uint64_t ino) {
       shard.idle.push_front(ino);
       e.idle_pos = shard.idle.begin();
       state_->AddHeldCopies(1);
-      if (shard.idle.size() > kIdlePerShard) {
+      if (shard.idle.size() > idle_per_shard_) {
         close_id = DropIdleLocked(shard, shard.inodes.find(shard.idle.back()));
       }
     } else {

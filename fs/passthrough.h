@@ -20,10 +20,10 @@
 // waits up to kReleaseWait for them: a close returns before its RELEASE arrives). The id is
 // kept when the last open is released, as a held copy (HeldCopies): a later open of the same
 // copy claims it without opening the copy or registering it again, which saves four system
-// calls per open of a small file. At most kIdlePerShard x 64 released ids are held (the oldest
-// is closed first); an id is closed as soon as its copy leaves the store (CopyRemoved) or the
-// inode's next first open finds another copy, so an id never names a different copy and never
-// pins evicted bytes.
+// calls per open of a small file. At most `held_copies` ids (rounded up to a multiple of the 64
+// shards) are held, the least recently released (or held) closed first; an id is closed as soon
+// as its copy leaves the store (CopyRemoved) or the inode's next first open finds another copy,
+// so an id never names a different copy and never pins evicted bytes.
 //
 // Threading: every method may be called from any FUSE worker. The per-open reply patch is
 // carried in thread-local state set by ArmOpenReply on the thread that then calls
@@ -88,8 +88,19 @@ struct OpenDecision {
 
 class KernelPassthrough final : public HeldCopies {
  public:
+  // By default 64 Ki held ids in all: each pins an open file of the cache (a few hundred bytes of
+  // kernel memory and its inode), so a dataset of up to 64 Ki files (several GiB of ~110 KB
+  // samples) reopens with no registration at all, and larger ones hold their most recent files.
+  static constexpr uint64_t kDefaultHeldCopies = 65536;
+  static constexpr size_t kShards = 64;
+  // The bound `held_copies` becomes: rounded up to a multiple of kShards (each shard holds an
+  // equal share).
+  static uint64_t EffectiveHeldCopies(uint64_t held_copies);
+
   // `probe_dir`: a directory on the cache's filesystem for the post-INIT probe file.
-  KernelPassthrough(std::string probe_dir, PassthroughState* state);
+  // `held_copies`: at most this many ids held between opens (0: none, every open registers).
+  KernelPassthrough(std::string probe_dir, PassthroughState* state,
+                    uint64_t held_copies = kDefaultHeldCopies);
 
   // The mounted session's /dev/fuse fd (set before the hooks are installed on it).
   void set_fuse_fd(int fd) { fuse_fd_ = fd; }
@@ -119,13 +130,9 @@ class KernelPassthrough final : public HeldCopies {
              int* handle) override;
   void CopyRemoved(const std::string& data_path) override;
   size_t HoldRoom() const override;
-  bool Hold(uint64_t ino, int fd, const FileIdentity& identity,
-            const std::string& data_path) override;
+  bool Hold(uint64_t ino, int fd, const FileIdentity& identity, const std::string& data_path,
+            HoldRank rank) override;
 
-  // 64 Ki released ids in all: each pins an open file of the cache (a few hundred bytes of
-  // kernel memory and its inode), so a dataset of up to 64 Ki files (several GiB of ~110 KB
-  // samples) reopens with no registration at all, and larger ones hold their most recent files.
-  static constexpr size_t kIdlePerShard = 1024;
   // Arms the OPEN reply patch for the request this thread is serving; false if this thread's
   // current request is not the OPEN of `ino` (then the open must not be passthrough).
   bool CurrentRequestIsOpenOf(uint64_t ino) const;
@@ -145,8 +152,8 @@ class KernelPassthrough final : public HeldCopies {
     std::mutex mu;
     std::unordered_map<uint64_t, InodeEntry> inodes;
     std::unordered_map<std::string, uint64_t> by_data_path;  // registered copies -> inode
-    std::list<uint64_t> idle;                                // released ids, newest first
-    std::condition_variable released;                        // an inode's last open ended
+    std::list<uint64_t> idle;          // held ids, highest rank (most recently released) first
+    std::condition_variable released;  // an inode's last open ended
   };
   // How long an open of a changed file waits for the RELEASEs of the old version's opens.
   static constexpr std::chrono::milliseconds kReleaseWait{200};
@@ -166,7 +173,8 @@ class KernelPassthrough final : public HeldCopies {
   std::atomic<bool> init_patched_{false};
   std::atomic<bool> active_{false};
   std::once_flag disabled_once_;
-  std::array<Shard, 64> shards_;
+  size_t idle_per_shard_;  // each shard's share of the held-copy bound
+  std::array<Shard, kShards> shards_;
 };
 
 }  // namespace clairfs

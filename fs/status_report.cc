@@ -101,6 +101,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"state", passthrough_on ? "on" : "off"},
       {"reason", s.passthrough != nullptr ? s.passthrough->reason() : "not available"},
       {"held_copies", s.passthrough != nullptr ? s.passthrough->held_copies() : 0},
+      {"held_copies_limit", KernelPassthrough::EffectiveHeldCopies(s.options->held_copies)},
       {"held_ahead", HeldAheadJson(s.held_warmup)},
       {"note",
        "the kernel reads passthrough files without the daemon: their reads are not counted, "

@@ -14,9 +14,11 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "fs/passthrough.h"
 #include "tests/mount_helpers.h"
 #include "tests/test_util.h"
 
@@ -305,6 +307,68 @@ TEST_F(PassthroughTest, CopiesStagedWhileMountedAreHeldForTheirFirstOpen) {
   EXPECT_EQ(Counter(off, "held_copy_opens"), 0u);
   EXPECT_EQ(Counter(off, "passthrough_opens"), files.size());
   EXPECT_EQ(off.Umount().exit_code, 0);
+}
+
+// --held-copies bounds the ids held between opens (rounded up to a multiple of 64: here one per
+// shard, and a file's shard is its inode % 64). A copy published while its shard's place is taken
+// displaces the copy held there (it was staged for a use ahead); 0 holds nothing at all.
+TEST_F(PassthroughTest, HeldCopiesBoundHoldsTheCopyStagedLastAndZeroHoldsNone) {
+  auto files = MakeFiles(backing_, 70, 3000, 13);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--passthrough", "on", "--held-copies", "64"}).exit_code, 0);
+  EXPECT_EQ(m.Status()["passthrough"].value("held_copies_limit", uint64_t{0}), 64u);
+  // 70 inodes over 64 shards: at least two files share one.
+  std::map<uint64_t, std::vector<std::string>> by_shard;
+  for (const auto& [rel, content] : files) {
+    struct stat st;
+    ASSERT_EQ(stat((mnt_ + "/" + rel).c_str(), &st), 0) << rel;
+    by_shard[st.st_ino % KernelPassthrough::kShards].push_back(rel);
+  }
+  std::string first, second;
+  for (const auto& [shard, names] : by_shard) {
+    if (names.size() >= 2) {
+      first = names[0];
+      second = names[1];
+      break;
+    }
+  }
+  ASSERT_FALSE(second.empty());
+  for (const std::string& rel : {first, second}) {
+    CommandResult r = testing::Run({ClairfsBin(), "stage", mnt_, rel, "--wait"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(HeldCopies(m), 1u) << rel;  // the shard's one place goes to the copy staged last
+  }
+  EXPECT_EQ(ReadFile(mnt_ + "/" + second), files[second]);
+  EXPECT_EQ(Counter(m, "held_copy_opens"), 1u);
+  EXPECT_EQ(ReadFile(mnt_ + "/" + first), files[first]);
+  EXPECT_EQ(Counter(m, "held_copy_opens"), 1u);  // registered by its open
+  ASSERT_TRUE(WaitHeldCopies(m, 1));
+
+  // Everything staged: one copy held per shard in use, never more.
+  CommandResult r = testing::Run({ClairfsBin(), "stage", mnt_, "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(HeldCopies(m), by_shard.size());
+  for (const auto& [rel, content] : files) EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+  ASSERT_TRUE(WaitHeldCopies(m, by_shard.size()));
+  CommandResult shown = testing::Run({ClairfsBin(), "status", mnt_});
+  EXPECT_NE(shown.out.find(" copies held of 64"), std::string::npos) << shown.out;
+  ASSERT_EQ(m.Umount().exit_code, 0);
+
+  // 0: every open registers its copy and the last release lets it go.
+  ClairfsMount none(backing_, mnt_, cache_);
+  ASSERT_EQ(none.Mount({"--passthrough", "on", "--held-copies", "0"}).exit_code, 0);
+  nlohmann::json ahead = WaitHeldAhead(none);
+  ASSERT_FALSE(ahead.is_null());
+  EXPECT_EQ(ahead.value("held", uint64_t{1}), 0u) << ahead.dump();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [rel, content] : files) {
+      EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
+    }
+  }
+  EXPECT_EQ(Counter(none, "passthrough_opens"), 2 * files.size());
+  EXPECT_EQ(Counter(none, "held_copy_opens"), 0u);
+  EXPECT_EQ(HeldCopies(none), 0u);
+  EXPECT_EQ(none.Umount().exit_code, 0);
 }
 
 TEST_F(PassthroughTest, ChangedBackingFileIsNeverServedFromTheOldCopy) {

@@ -99,6 +99,14 @@ void RegisterMount(CLI::App& app) {
          "published, so that each file's first open skips opening its copy: on (default) or off")
       ->type_name("on|off");
   cmd->add_option_function<std::string>(
+         "--held-copies", item("held_copies"),
+         "With passthrough: how many staged copies stay registered with the kernel between "
+         "opens (released, held ahead or held as staged; the least recently used is let go "
+         "first), so their next open skips opening and registering them: default 65536 (each "
+         "pins an open file in the kernel, about 1 KiB), rounded up to a multiple of 64; 0 "
+         "holds none")
+      ->type_name("N");
+  cmd->add_option_function<std::string>(
          "--list-ahead", item("list_ahead"),
          "Right after mounting, list the dataset's directories for the kernel (one background "
          "thread at nice 10), so that a file's first open needs no LOOKUP round trip: on "

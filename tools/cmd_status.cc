@@ -73,10 +73,11 @@ void PrintHuman(const nlohmann::json& j) {
     if (p.value("state", "off") == "on") {
       printf(
           "passthrough on: %llu opens read by the kernel (read counts estimated for them), %llu "
-          "of them of a copy it already held; %llu copies held",
+          "of them of a copy it already held; %llu copies held of %llu",
           static_cast<unsigned long long>(u("passthrough_opens")),
           static_cast<unsigned long long>(u("held_copy_opens")),
-          static_cast<unsigned long long>(p.value("held_copies", uint64_t{0})));
+          static_cast<unsigned long long>(p.value("held_copies", uint64_t{0})),
+          static_cast<unsigned long long>(p.value("held_copies_limit", uint64_t{0})));
       const nlohmann::json ahead = p.value("held_ahead", nlohmann::json());
       if (ahead.is_object()) {
         printf(" (%llu held ahead at mount%s, %llu as they were staged)",
