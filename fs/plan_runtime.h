@@ -1,7 +1,10 @@
 // PlanRuntime: the mount's plan machinery: the current PlanTracker (set at mount with --plan or
 // by the plan_set control op, removed by plan_clear), the open hook, and the prefetcher thread.
 //
-// The prefetcher wakes every few milliseconds, generates the next epoch when every rank has
+// The prefetcher wakes every 3 ms while its passes queue or withdraw copies, backing off to 24 ms
+// while they find every planned file of the window staged, and skips passes while nothing they
+// read changed (no open of a planned file, no copy published, evicted, queued or finished; one
+// runs at least every second). A pass generates the next epoch when every rank has
 // entered the last loaded one, then walks the plan from the slowest cursor (at most
 // `max_lookahead` positions) and admits distinct files in plan order while their sizes in whole
 // blocks (what the store reserves and, on ext4 and tmpfs, what a copy takes) fit in 1/8 of the
@@ -32,9 +35,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -79,8 +84,11 @@ class PlanRuntime final : public OpenObserver {
 
   bool OnOpen(const std::string& path) override;
   // One pass of the prefetcher (the thread runs one every few ms): handles a dropped plan, or
-  // generates the next epoch if due, queues and withdraws copies. Not while the thread runs.
-  void RunPass();
+  // generates the next epoch if due, queues and withdraws copies. True if it did any of that.
+  // Not while the thread runs.
+  bool RunPass();
+  // Passes run so far (by the thread or RunPass).
+  uint64_t passes() const { return passes_.load(std::memory_order_relaxed); }
   // Whether a plan is set and not dropped.
   bool Active();
   // The "plan" status object, or null without a plan.
@@ -88,8 +96,22 @@ class PlanRuntime final : public OpenObserver {
   std::shared_ptr<PlanTracker> tracker();
 
  private:
+  // What a pass reads from the rest of the mount (the thread skips passes while it is unchanged).
+  struct PassInputs {
+    const PlanTracker* tracker = nullptr;
+    uint64_t dataset_opens = 0;
+    uint64_t files = 0, evictions = 0, used_bytes = 0, reserved_bytes = 0;
+    uint64_t queued = 0, in_flight = 0, staged = 0, not_staged = 0;
+    bool operator==(const PassInputs&) const = default;
+    // Equal but for the opens: no copy was published, evicted, queued or finished.
+    bool SameCopies(PassInputs other) const {
+      other.dataset_opens = dataset_opens;
+      return *this == other;
+    }
+  };
+  PassInputs InputsOf(PlanTracker* tracker);
   void Loop();
-  void PrefetchPass(PlanTracker* tracker);
+  bool PrefetchPass(PlanTracker* tracker);
   std::optional<FileIdentity> IdentityOf(PlanTracker* tracker, uint32_t file);
   // Measures the reader's pace (node time per second at the slowest cursor) and the time a copy
   // spends in flight, and sets left_to_reader_ from them.
@@ -121,6 +143,9 @@ class PlanRuntime final : public OpenObserver {
   // Positions past the slowest cursor that are left to the reader (read by StatusJson).
   std::atomic<uint64_t> left_to_reader_{0};
   PlanTracker* identities_owner_ = nullptr;
+  std::atomic<uint64_t> passes_{0};
+  std::vector<uint8_t> seen_;  // by file: already looked at in this pass (all 0 between passes)
+  std::vector<uint32_t> seen_list_;  // the files marked in seen_ by this pass
 };
 
 }  // namespace clairfs

@@ -141,6 +141,11 @@ void PlanTracker::DropLocked(const std::string& reason) {
       reason.c_str());
 }
 
+uint64_t PlanTracker::dataset_opens() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dataset_opens_;
+}
+
 void PlanTracker::Drop(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   DropLocked(reason);

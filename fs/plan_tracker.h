@@ -83,6 +83,8 @@ class PlanTracker final : public PlanOracle {
     return list_paths_ != nullptr ? (*list_paths_)[file] : layout_.path(file);
   }
   uint64_t num_files() const { return num_files_; }
+  // Opens of the plan's files so far (each moves a cursor).
+  uint64_t dataset_opens();
   void SetProtectUntil(uint64_t time);
   void SetLead(uint64_t files, uint64_t prefetched_total);
   void Drop(const std::string& reason);
