@@ -94,8 +94,9 @@ void RegisterMount(CLI::App& app) {
       ->type_name("auto|on|off");
   cmd->add_option_function<std::string>(
          "--hold-ahead", item("hold_ahead"),
-         "With passthrough: right after mounting, register the staged copies (up to 64 Ki files, "
-         "in name order, on a background thread), and each copy staged later as it is "
+         "With passthrough: right after mounting, register the staged copies (up to "
+         "--held-copies, in name order, on a background thread), and each copy staged later as it "
+         "is "
          "published, so that each file's first open skips opening its copy: on (default) or off")
       ->type_name("on|off");
   cmd->add_option_function<std::string>(
