@@ -64,7 +64,7 @@ class HeldCopyWarmup {
   void Stop();
   // The walk itself, on the calling thread; logs its result.
   Status Run(HeldCopies* held);
-  // The copy of `path` was just published: holds it like the walk would, if there is room.
+  // The copy of `path` was just published: holds it, ranked as most recent (HoldRank::kMostRecent).
   void OnPublished(const std::string& path);
   Stats stats() const;
 
