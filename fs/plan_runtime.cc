@@ -125,7 +125,7 @@ PlanRuntime::PassInputs PlanRuntime::InputsOf(PlanTracker* tracker) {
 
 void PlanRuntime::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
-  auto interval = std::chrono::milliseconds(kPassInterval);
+  auto interval = kPassInterval;
   std::optional<PassInputs> last_inputs;
   auto last_pass = std::chrono::steady_clock::now();
   while (!stopping_) {
