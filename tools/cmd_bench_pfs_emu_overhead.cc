@@ -21,6 +21,8 @@
 
 #include "planner/synthetic_dataset.h"
 #include "planner/units.h"
+#include "tools/bench_mounts.h"
+#include "tools/bench_support.h"
 #include "tools/cli.h"
 #include "tools/cmd_bench.h"
 #include "tools/dataset_writer.h"
@@ -42,67 +44,6 @@ struct OverheadArgs {
   int repeat = 3;
   bool json = false;
 };
-
-// A mounted emulator, unmounted (fusermount3 -u, then -uz) when this goes out of scope.
-class EmulatorMount {
- public:
-  static Result<std::unique_ptr<EmulatorMount>> Start(const std::string& backing,
-                                                      const std::string& mountpoint,
-                                                      const std::vector<std::string>& flags) {
-    auto self = SelfExecutable();
-    if (!self.ok()) return self.status();
-    std::vector<std::string> argv = {*self, "pfs-emu", backing, mountpoint};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    auto run = RunProgram(argv, /*capture_stderr=*/true);
-    if (!run.ok()) return run.status();
-    if (run->exit_code != 0) {
-      return Status::Error(EIO, "pfs-emu did not mount: " + run->err);
-    }
-    return std::unique_ptr<EmulatorMount>(new EmulatorMount(mountpoint));
-  }
-  ~EmulatorMount() {
-    auto run = RunProgram({"fusermount3", "-u", mountpoint_}, true);
-    if (!run.ok() || run->exit_code != 0)
-      (void)RunProgram({"fusermount3", "-uz", mountpoint_}, true);
-  }
-
- private:
-  explicit EmulatorMount(std::string mountpoint) : mountpoint_(std::move(mountpoint)) {}
-  std::string mountpoint_;
-};
-
-// Removes a work directory this command created.
-class WorkDir {
- public:
-  ~WorkDir() {
-    if (remove_) {
-      std::error_code ec;
-      std::filesystem::remove_all(path_, ec);
-    }
-  }
-  Status Init(const std::string& requested) {
-    if (!requested.empty()) {
-      path_ = requested;
-      return Status::Ok();
-    }
-    const char* base = getenv("TMPDIR");
-    std::string templ = std::string(base && *base ? base : "/tmp") + "/clairfs-emu-bench-XXXXXX";
-    if (mkdtemp(templ.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp " + templ);
-    path_ = templ;
-    remove_ = true;
-    return Status::Ok();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool remove_ = false;
-};
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 struct PairTiming {
   double direct = 0;  // median seconds
@@ -130,8 +71,11 @@ Result<PairTiming> TimePair(const std::string& backing, const std::string& mount
 }
 
 Status Measure(const OverheadArgs& args, nlohmann::json* out) {
-  WorkDir work;
-  CLAIRFS_RETURN_IF_ERROR(work.Init(args.dir));
+  BenchWorkDir work;
+  CLAIRFS_RETURN_IF_ERROR(work.Init(args.dir, "emu", /*keep=*/false));
+  auto self = SelfExecutable();
+  if (!self.ok()) return self.status();
+  MountStack mounts(*self);
   const std::string data = work.path() + "/data";
   const std::string mnt = work.path() + "/mnt";
   std::error_code ec;
@@ -175,8 +119,7 @@ Status Measure(const OverheadArgs& args, nlohmann::json* out) {
   };
   std::vector<double> zero_walls, zero_slowest, walls, slowest;
   {
-    auto mount = EmulatorMount::Start(data, mnt, {});
-    if (!mount.ok()) return mount.status();
+    CLAIRFS_RETURN_IF_ERROR(mounts.MountEmulator(data, mnt, {}));
     auto verified = ReadFiles(mnt, all, 2, /*verify=*/true);
     if (!verified.ok()) return verified.status().WithContext("verification through the emulator");
     auto s = TimePair(data, mnt, *small, args);
@@ -187,13 +130,14 @@ Status Measure(const OverheadArgs& args, nlohmann::json* out) {
     big_timing = *b;
     // The same burst without delay: what K threads opening at once cost on this machine.
     CLAIRFS_RETURN_IF_ERROR(time_bursts(&zero_walls, &zero_slowest));
+    CLAIRFS_RETURN_IF_ERROR(mounts.Pop());
   }
   {
     char latency[32];
     snprintf(latency, sizeof(latency), "%g", args.open_latency_ms);
-    auto mount = EmulatorMount::Start(data, mnt, {"--open-latency", latency});
-    if (!mount.ok()) return mount.status();
+    CLAIRFS_RETURN_IF_ERROR(mounts.MountEmulator(data, mnt, {"--open-latency", latency}));
     CLAIRFS_RETURN_IF_ERROR(time_bursts(&walls, &slowest));
+    CLAIRFS_RETURN_IF_ERROR(mounts.Pop());
   }
 
   auto ratio = [](const PairTiming& t) { return t.emulated > 0 ? t.direct / t.emulated : 0; };

@@ -45,6 +45,7 @@
 #include "planner/synthetic_dataset.h"
 #include "planner/units.h"
 #include "tools/bench_mounts.h"
+#include "tools/bench_support.h"
 #include "tools/cli.h"
 #include "tools/cmd_bench.h"
 #include "tools/dataset_writer.h"
@@ -101,11 +102,6 @@ class Emulator {
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 Status RemoveAll(const std::string& path) {
@@ -502,20 +498,13 @@ void RegisterBenchStage(CLI::App& bench) {
       a.big_size = "16M";
       a.repeat = 1;
     }
-    std::string work = a.dir;
-    bool remove = false;
-    if (work.empty()) {
-      const char* base = getenv("TMPDIR");
-      work = std::string(base && *base ? base : "/tmp") + "/clairfs-stage-bench-XXXXXX";
-      if (mkdtemp(work.data()) == nullptr) {
-        fprintf(stderr, "clairfs %s: mkdtemp %s: %s\n", kCommand, work.c_str(), strerror(errno));
-        return SetExitCode(kExitFailed);
-      }
-      remove = true;
-    }
     nlohmann::json result;
-    Status status = Measure(a, work, &result);
-    if (remove) (void)RemoveAll(work);
+    Status status;
+    {
+      BenchWorkDir work;
+      status = work.Init(a.dir, "stage", /*keep=*/false);
+      if (status.ok()) status = Measure(a, work.path(), &result);
+    }
     if (!status.ok()) {
       return SetExitCode(Fail(kCommand, status));
     }
