@@ -3,6 +3,7 @@
 #include "fs/daemon.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -405,6 +407,9 @@ void NotifySystemdReady() {
 
 }  // namespace
 
+// The signal that interrupted `clairfs mount` while its daemon started (0: none).
+static volatile sig_atomic_t g_mount_interrupted = 0;
+
 bool IsMountpoint(const std::string& canonical_path) {
   for (const MountTableEntry& m : ReadMountTable()) {
     if (m.mountpoint == canonical_path) return true;
@@ -468,12 +473,32 @@ int RunMountDaemon(MountOptions options) {
     }
     if (pid > 0) {
       close(pipefd[1]);
+      // Interrupted while the daemon starts (Ctrl-C, or a tool's cleanup): the mount must not
+      // come up behind a command that failed. The daemon cannot be stopped cleanly before it has
+      // mounted, so the verdict is awaited, and a mount that came up is undone.
+      g_mount_interrupted = 0;
+      struct sigaction sa;
+      memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = [](int sig) { g_mount_interrupted = sig; };
+      sigemptyset(&sa.sa_mask);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
       std::string verdict;
       char buf[4096];
       ssize_t n;
-      while ((n = read(pipefd[0], buf, sizeof(buf))) > 0)
-        verdict.append(buf, static_cast<size_t>(n));
+      while ((n = read(pipefd[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) verdict.append(buf, static_cast<size_t>(n));
+      }
       close(pipefd[0]);
+      if (g_mount_interrupted != 0) {
+        const int sig = g_mount_interrupted;
+        if (verdict.rfind("OK", 0) == 0) kill(pid, SIGTERM);  // it unmounts and exits
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        fprintf(stderr, "clairfs mount: interrupted (%s); nothing was left mounted\n",
+                strsignal(sig));
+        return 128 + sig;
+      }
       if (verdict.rfind("OK", 0) == 0) return 0;
       while (!verdict.empty() && verdict.back() == '\n') verdict.pop_back();
       if (verdict.rfind("ERR ", 0) == 0) {

@@ -11,15 +11,18 @@
 
 #include "fs/daemon.h"
 #include "tools/control_client.h"
+#include "tools/interrupt_cleanup.h"
 #include "tools/subprocess.h"
 
 namespace clairfs {
 
 Status MountStack::Run(const std::vector<std::string>& argv, const std::string& mountpoint,
                        bool is_clairfs) {
+  BeginMountForCleanup(mountpoint);  // an interrupt while it mounts detaches it too
   auto r = RunProgram(argv, /*capture_stderr=*/true);
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) {
+  if (!r.ok() || r->exit_code != 0) {
+    EndMountForCleanup(mountpoint, /*mounted=*/false, -1);
+    if (!r.ok()) return r.status();
     return Status::Error(EIO, "mounting " + mountpoint + " failed: " + r->err);
   }
   Mounted m{mountpoint, is_clairfs, -1};
@@ -27,6 +30,7 @@ Status MountStack::Run(const std::vector<std::string>& argv, const std::string& 
     auto status = MountStatus(mountpoint);
     if (status.ok()) m.daemon_pid = status->value("pid", -1);
   }
+  EndMountForCleanup(mountpoint, /*mounted=*/true, m.daemon_pid);
   mounts_.push_back(m);
   return Status::Ok();
 }
@@ -63,6 +67,10 @@ Status MountStack::Pop() {
   const Mounted m = mounts_.back();
   mounts_.pop_back();
   const std::string& mp = m.mountpoint;
+  struct Unregister {
+    const std::string& mountpoint;
+    ~Unregister() { UnregisterMountForCleanup(mountpoint); }
+  } unregister{mp};  // once unmounted, or detached after a failure
   Result<SubprocessResult> r = m.is_clairfs ? RunProgram({self_, "umount", mp}, true)
                                             : RunProgram({"fusermount3", "-u", mp}, true);
   if (r.ok() && r->exit_code != 0 && m.daemon_pid > 0 && !IsMountpoint(mp) &&

@@ -6,6 +6,8 @@
 // explicitly with Pop()/PopAll() (which report failures) or from the destructor (which only
 // cleans up). A clairfs mount is unmounted with `clairfs umount`, an emulator with
 // `fusermount3 -u`; if that fails, `fusermount3 -uz` detaches it lazily so nothing is left behind.
+// Each mount is also registered for cleanup when the command is interrupted
+// (tools/interrupt_cleanup.h) from before its mount command runs until it is unmounted.
 // When `clairfs umount` reports the mount gone but the daemon still exiting (it may take a while
 // on a loaded machine), Pop waits up to two minutes for the daemon to exit, so that the next
 // mount of the same cache directory does not find it locked.

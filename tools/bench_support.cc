@@ -9,12 +9,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "tools/interrupt_cleanup.h"
+
 namespace clairfs {
 
 BenchWorkDir::~BenchWorkDir() {
   if (remove_) {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
+    UnregisterDirectoryForCleanup(path_);
   }
 }
 
@@ -32,6 +35,7 @@ Status BenchWorkDir::Init(const std::string& requested, const std::string& name,
   if (mkdtemp(templ.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp " + templ);
   path_ = templ;
   remove_ = !keep;
+  if (remove_) RegisterDirectoryForCleanup(path_);  // also removed when interrupted
   return Status::Ok();
 }
 

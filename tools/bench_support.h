@@ -17,7 +17,8 @@
 namespace clairfs {
 
 // A work directory: `requested` if given (kept), else a fresh $TMPDIR/clairfs-bench-NAME-XXXXXX
-// removed on destruction unless `keep`.
+// removed on destruction unless `keep`, or when the command is interrupted
+// (tools/interrupt_cleanup.h).
 class BenchWorkDir {
  public:
   BenchWorkDir() = default;

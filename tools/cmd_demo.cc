@@ -20,6 +20,7 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/dataset_writer.h"
+#include "tools/interrupt_cleanup.h"
 #include "tools/progress_meter.h"
 #include "tools/read_workload.h"
 #include "tools/subprocess.h"
@@ -80,6 +81,7 @@ int RunDemo(const DemoArgs& a) {
     if (mkdtemp(templ) == nullptr) return Fail("demo", Status::FromErrno(errno, "mkdtemp"));
     root = templ;
     made_root = true;
+    if (!a.keep) RegisterDirectoryForCleanup(root);  // removed also when interrupted
   }
   const std::string dataset = root + "/dataset", pfs = root + "/pfs", mnt = root + "/mnt",
                     cache = root + "/cache";
@@ -159,10 +161,12 @@ int RunDemo(const DemoArgs& a) {
     Status unmounted = stack.PopAll();
     if (!unmounted.ok()) rc = Fail("demo", unmounted);
   }
-  if (made_root && !a.keep)
+  if (made_root && !a.keep) {
     fsys::remove_all(root, ec);
-  else
+    UnregisterDirectoryForCleanup(root);
+  } else {
     printf("kept %s\n", root.c_str());
+  }
   return rc;
 }
 

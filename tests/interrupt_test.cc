@@ -1,0 +1,143 @@
+// Integration tests of interrupted commands: a `clairfs bench` run interrupted by SIGINT (Ctrl-C)
+// or SIGTERM while its mounts are up (tools/interrupt_cleanup.h), and a `clairfs mount`
+// interrupted while its daemon starts (fs/daemon.cc), exit with 128 + the signal and leave no
+// mount, no daemon and no work directory behind. The test's TempDir and MountGuards detach
+// anything left, so a failure here does not leave a mount behind either.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+namespace clairfs::testing {
+namespace {
+
+// Mountpoints (from /proc/self/mountinfo) below `dir`.
+int MountsUnder(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  int count = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, mountpoint;
+    fields >> id >> parent >> devno >> root >> mountpoint;
+    if (mountpoint.rfind(dir + "/", 0) == 0) ++count;
+  }
+  return count;
+}
+
+// Processes whose command line mentions `text`.
+int ProcessesMentioning(const std::string& text) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    if (cmdline.find(text) != std::string::npos) ++count;
+  }
+  return count;
+}
+
+class InterruptTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(InterruptTest, ABenchInterruptedWhileMountedLeavesNothingBehind) {
+  const int sig = GetParam();
+  TempDir tmp;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("TMPDIR", tmp.path().c_str(), 1);
+    freopen("/dev/null", "w", stdout);
+    execl(ClairfsBin().c_str(), "clairfs", "bench", "passthrough", "--quick",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Interrupted once its first mount is up (the big file's read-through mount).
+  bool mounted = false;
+  for (int i = 0; i < 1200 && !mounted; ++i) {
+    mounted = MountsUnder(tmp.path()) > 0;
+    if (!mounted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, sig);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(mounted) << "the bench never mounted";
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+  EXPECT_EQ(MountsUnder(tmp.path()), 0);
+  // The daemons exit once their mounts are gone (the cleanup waits for them).
+  EXPECT_EQ(ProcessesMentioning(tmp.path() + "/clairfs-bench-"), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path())) << "work directory left in " << tmp.path();
+}
+
+// `clairfs mount` interrupted while its daemon starts (here: listing a tree behind an emulated
+// PFS whose every lookup takes 20 ms) exits with 128 + the signal and leaves nothing mounted and
+// no daemon; the cache is free for the next mount. Before, the daemon finished its startup after
+// the command had died and served a mount nobody knew of.
+TEST(MountInterruptTest, AMountInterruptedDuringStartupLeavesNothingMounted) {
+  TempDir dir;
+  const std::string data = dir / "data", pfs = dir / "pfs", mnt = dir / "mnt",
+                    cache = dir / "cache";
+  for (int i = 0; i < 300; ++i) {
+    WriteFile(data + "/d" + std::to_string(i % 5) + "/f" + std::to_string(i), "x");
+  }
+  MakeDirs(pfs);
+  MakeDirs(mnt);
+  MountGuard pfs_guard(pfs);
+  CommandResult emu = testing::Run({ClairfsBin(), "pfs-emu", data, pfs, "--stat-latency", "20"});
+  ASSERT_EQ(emu.exit_code, 0) << emu.err;
+  MountGuard mnt_guard(mnt);
+
+  int err_pipe[2];
+  ASSERT_EQ(pipe2(err_pipe, O_CLOEXEC), 0);  // only the command's stderr, not inherited further
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(err_pipe[0]);
+    freopen("/dev/null", "w", stdout);
+    execl(ClairfsBin().c_str(), "clairfs", "mount", pfs.c_str(), mnt.c_str(), "--cache",
+          cache.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_FALSE(IsFuseMounted(mnt)) << "the listing took less than 300 ms: nothing to interrupt";
+  kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = read(err_pipe[0], buf, sizeof(buf))) > 0;) err.append(buf, n);
+  close(err_pipe[0]);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << err;
+  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+  EXPECT_FALSE(IsFuseMounted(mnt));
+  EXPECT_EQ(ProcessesMentioning("clairfs mount " + pfs), 0);
+
+  // The cache's lock went with the daemon: the next mount comes up.
+  CommandResult again = testing::Run({ClairfsBin(), "mount", pfs, mnt, "--cache", cache});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(IsFuseMounted(mnt));
+  CommandResult down = testing::Run({ClairfsBin(), "umount", mnt});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGINT, SIGTERM),
+                         [](const auto& info) {
+                           return info.param == SIGINT ? "SIGINT" : "SIGTERM";
+                         });
+
+}  // namespace
+}  // namespace clairfs::testing
