@@ -21,6 +21,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "cache/cache_dir.h"
 #include "cache/content_store.h"
@@ -474,29 +475,54 @@ int RunMountDaemon(MountOptions options) {
     if (pid > 0) {
       close(pipefd[1]);
       // Interrupted while the daemon starts (Ctrl-C, or a tool's cleanup): the mount must not
-      // come up behind a command that failed. The daemon cannot be stopped cleanly before it has
-      // mounted, so the verdict is awaited, and a mount that came up is undone.
+      // come up behind a command that failed. The daemon is stopped at once: before its mount a
+      // signal's default action ends it (a cache is consistent after a kill at any instant, and a
+      // manifest whose listing did not finish is never reused); once mounted, its handler
+      // unmounts. A mount left by a daemon that died in between is cleared.
       g_mount_interrupted = 0;
       struct sigaction sa;
       memset(&sa, 0, sizeof(sa));
       sa.sa_handler = [](int sig) { g_mount_interrupted = sig; };
       sigemptyset(&sa.sa_mask);
-      for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+        struct sigaction old;
+        // A signal the caller ignores (nohup, a background job of a script) stays ignored.
+        if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_IGN) {
+          sigaction(sig, &sa, nullptr);
+        }
+      }
       std::string verdict;
       char buf[4096];
       ssize_t n;
+      bool stopped = false;
       while ((n = read(pipefd[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
         if (n > 0) verdict.append(buf, static_cast<size_t>(n));
+        if (g_mount_interrupted != 0 && !stopped) {
+          kill(pid, SIGTERM);
+          stopped = true;
+        }
       }
       close(pipefd[0]);
       if (g_mount_interrupted != 0) {
         const int sig = g_mount_interrupted;
-        if (verdict.rfind("OK", 0) == 0) kill(pid, SIGTERM);  // it unmounts and exits
+        if (!stopped) kill(pid, SIGTERM);  // the verdict came first: it unmounts and exits
+        // An unmount waits for the index to flush; a daemon that takes longer than a minute is
+        // killed (its mount, if any, is cleared below).
         int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (waitpid(pid, &status, WNOHANG) == 0) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
-        fprintf(stderr, "clairfs mount: interrupted (%s); nothing was left mounted\n",
-                strsignal(sig));
+        if (IsMountpoint(paths->mountpoint)) (void)ClearStaleMount(paths->mountpoint);
+        const bool left = IsMountpoint(paths->mountpoint);
+        fprintf(stderr, "clairfs mount: interrupted (%s); %s\n", strsignal(sig),
+                left ? "could not undo the mount" : "nothing was left mounted");
         return 128 + sig;
       }
       if (verdict.rfind("OK", 0) == 0) return 0;

@@ -179,7 +179,13 @@ void InstallLocked(Registry& r) {
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;  // the command's own system calls carry on until the cleanup exits
-  for (int sig : kSignals) sigaction(sig, &sa, nullptr);
+  for (int sig : kSignals) {
+    struct sigaction old;
+    // A signal the caller ignores (nohup, a background job of a script) stays ignored.
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_IGN) {
+      sigaction(sig, &sa, nullptr);
+    }
+  }
 }
 
 // IsMountpoint compares canonical paths; a mountpoint is resolved while it is still a plain

@@ -21,7 +21,8 @@
 //      default action would give. A command that returns from main meanwhile waits for it.
 // From step 1 on, the command's own stdout and stderr go to /dev/null: its threads fail as their
 // mounts go away, and those errors are the interrupt's doing, not news.
-// Commands that register nothing keep the default actions.
+// Commands that register nothing keep the default actions, and a signal the caller ignores
+// (nohup, a script's background job) stays ignored.
 //
 // Thread-safety: every function may be called from any thread (a mutex guards the registry).
 // Errors: cleanup is best effort and reports on stderr what it could not undo.
