@@ -15,7 +15,9 @@
 namespace clairfs {
 namespace {
 
-constexpr char kManifestStateKey[] = "manifest_state";
+// Named for the record format (NodeAttr version 2): a manifest written in an older format reads
+// as absent, so --manifest reuse asks for a rescan instead of failing at every lookup.
+constexpr char kManifestStateKey[] = "manifest_state_v2";
 constexpr char kBackingRootKey[] = "backing_root";
 
 std::string ChildPath(std::string_view parent, std::string_view name) {

@@ -5,8 +5,10 @@
 
 namespace clairfs {
 namespace {
-constexpr uint8_t kNodeAttrVersion = 1;
-constexpr size_t kFixedPart = 1 + 8 + 4 * 4 + 8 * 3 + 8 * 3 + 8 * 2 + 4;
+// Version 2 added the access ACL; a version-1 record is refused (it cannot say whether the entry
+// had an ACL), so a manifest written before must be listed again.
+constexpr uint8_t kNodeAttrVersion = 2;
+constexpr size_t kFixedPart = 1 + 8 + 4 * 4 + 8 * 3 + 8 * 3 + 8 * 2 + 4 + 4;
 
 int64_t Nanos(const struct timespec& ts) {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
@@ -100,7 +102,7 @@ uint64_t FromBigEndian64(std::string_view bytes) {
 
 std::string EncodeNodeAttr(const NodeAttr& a) {
   std::string out;
-  out.reserve(kFixedPart + a.link_target.size());
+  out.reserve(kFixedPart + a.link_target.size() + a.acl_access.size());
   out.push_back(static_cast<char>(kNodeAttrVersion));
   PutFixed64(&out, a.ino);
   PutFixed32(&out, a.mode);
@@ -117,6 +119,8 @@ std::string EncodeNodeAttr(const NodeAttr& a) {
   PutFixed64(&out, a.backing_dev);
   PutFixed32(&out, static_cast<uint32_t>(a.link_target.size()));
   out += a.link_target;
+  PutFixed32(&out, static_cast<uint32_t>(a.acl_access.size()));
+  out += a.acl_access;
   return out;
 }
 
@@ -142,10 +146,17 @@ Result<NodeAttr> DecodeNodeAttr(std::string_view b) {
   a.backing_dev = GetFixed64(p), p += 8;
   uint32_t link_len = GetFixed32(p);
   p += 4;
-  if (b.size() != kFixedPart + link_len) {
+  if (b.size() < kFixedPart + link_len) {
     return Status::Error(EUCLEAN, "corrupt manifest record (link target length)");
   }
   a.link_target.assign(p, link_len);
+  p += link_len;
+  uint32_t acl_len = GetFixed32(p);
+  p += 4;
+  if (b.size() != kFixedPart + link_len + acl_len) {
+    return Status::Error(EUCLEAN, "corrupt manifest record (ACL length)");
+  }
+  a.acl_access.assign(p, acl_len);
   return a;
 }
 

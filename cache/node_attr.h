@@ -3,7 +3,9 @@
 // The encoding is little-endian with a leading version byte; Decode rejects anything it does not
 // understand (a corrupt record is an error, never garbage attributes). FileIdentity is the part
 // that decides whether a staged copy is still the backing file's content: size, mtime and ctime to
-// the nanosecond, and the backing inode number.
+// the nanosecond, and the backing inode number. A node also carries the raw value of its POSIX
+// access ACL (the "system.posix_acl_access" extended attribute), empty when it has none, so that
+// permission checks made for the mount see what the backing store would enforce.
 #pragma once
 
 #include <sys/stat.h>
@@ -40,6 +42,9 @@ struct NodeAttr {
   uint64_t backing_ino = 0;
   uint64_t backing_dev = 0;
   std::string link_target;  // symlinks only
+  // The backing entry's "system.posix_acl_access" value as the kernel returns it (the
+  // posix_acl_xattr format, version 2); empty: no access ACL (mode bits alone decide).
+  std::string acl_access;
 
   static NodeAttr FromStat(const struct stat& st, uint64_t ino);
   FileIdentity identity() const { return FileIdentity{size, mtime_ns, ctime_ns, backing_ino}; }
