@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include "planner/name_escape.h"
+
 namespace clairfs {
 namespace {
 
@@ -34,15 +36,18 @@ const char* LevelName(LogLevel level) {
 }
 
 void WriteLine(LogLevel level, const char* format, va_list args) {
-  char body[2048];
-  vsnprintf(body, sizeof(body), format, args);
+  char raw[2048];
+  vsnprintf(raw, sizeof(raw), format, args);
+  // Messages quote names from the backing tree: a newline or a terminal escape in one must not
+  // forge a line of the log or reach the terminal.
+  const std::string body = SanitizeText(raw);
   std::string tag;
   {
     std::lock_guard<std::mutex> lock(g_tag_mutex);
     tag = g_tag;
   }
   char line[2200];
-  int n = snprintf(line, sizeof(line), "%s: %s: %s\n", tag.c_str(), LevelName(level), body);
+  int n = snprintf(line, sizeof(line), "%s: %s: %s\n", tag.c_str(), LevelName(level), body.c_str());
   if (n < 0) return;
   size_t len = static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n) : sizeof(line) - 1;
   if (len > 0 && line[len - 1] != '\n') line[len - 1] = '\n';

@@ -2,6 +2,8 @@
 //
 // One global level, set once at start from --log-level; messages below it cost one atomic load.
 // Each line is written with a single write(2), so lines from concurrent threads do not interleave.
+// Control characters and bytes that are not UTF-8 in a message are written as \xHH
+// (SanitizeText), so a name quoted in a message cannot split or forge a line.
 // LogOnce() logs a given key only the first time (for events that may repeat at high rates, such
 // as cache-device errors on every staging attempt).
 #pragma once
