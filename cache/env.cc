@@ -3,13 +3,93 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <climits>
 #include <cstring>
 
 namespace clairfs {
 namespace {
+
+// Reads every entry of `dir` (then closes it) but "." and "..".
+Status ReadDirStream(DIR* dir, const std::string& what, std::vector<DirEntry>* entries,
+                     size_t max_entries) {
+  entries->clear();
+  for (;;) {
+    errno = 0;
+    struct dirent* de = ::readdir(dir);
+    if (de == nullptr || entries->size() >= max_entries) {
+      int err = de == nullptr ? errno : 0;
+      ::closedir(dir);
+      if (err != 0) return Status::FromErrno(err, "readdir " + what);
+      return Status::Ok();
+    }
+    if (std::strcmp(de->d_name, ".") == 0 || std::strcmp(de->d_name, "..") == 0) continue;
+    entries->push_back(DirEntry{de->d_name, de->d_type});
+  }
+}
+
+// Whether `rel` is a path OpenBeneath takes: no empty, "." or ".." component, no leading '/'.
+bool IsPlainRelative(const std::string& rel) {
+  if (rel.empty()) return true;
+  size_t start = 0;
+  while (start <= rel.size()) {
+    size_t end = rel.find('/', start);
+    if (end == std::string::npos) end = rel.size();
+    const size_t len = end - start;
+    if (len == 0 || (len == 1 && rel[start] == '.') ||
+        (len == 2 && rel[start] == '.' && rel[start + 1] == '.')) {
+      return false;
+    }
+    start = end + 1;
+  }
+  return true;
+}
+
+// Set once openat2 answered ENOSYS (an old kernel) or EPERM (a seccomp filter that does not know
+// it): from then on OpenBeneath walks.
+std::atomic<bool> g_no_openat2{false};
+
+int RetryOpenat(int dir_fd, const char* name, int flags) {
+  int fd;
+  do {
+    fd = ::openat(dir_fd, name, flags | O_CLOEXEC, 0);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// OpenBeneath without openat2: one O_NOFOLLOW open per component. A link as a directory
+// component opens as the link itself (O_PATH | O_NOFOLLOW), which O_DIRECTORY refuses (ENOTDIR).
+int WalkBeneath(int dir_fd, const std::string& rel, int flags) {
+  if (rel.empty()) return RetryOpenat(dir_fd, ".", flags);
+  int cur = dir_fd;
+  size_t start = 0;
+  for (;;) {
+    size_t slash = rel.find('/', start);
+    if (slash == std::string::npos) {
+      int fd = RetryOpenat(cur, rel.c_str() + start, flags | O_NOFOLLOW);
+      int err = errno;
+      if (cur != dir_fd) ::close(cur);
+      errno = err;
+      return fd;
+    }
+    const std::string part = rel.substr(start, slash - start);
+    int next = RetryOpenat(cur, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW);
+    int err = errno;
+    if (cur != dir_fd) ::close(cur);
+    if (next < 0) {
+      errno = err;
+      return -1;
+    }
+    cur = next;
+    start = slash + 1;
+  }
+}
 
 uint64_t ClockNanos(clockid_t clock) {
   struct timespec ts;
@@ -113,21 +193,86 @@ class PosixEnv final : public Env {
 
   Status ListDir(const std::string& path, std::vector<DirEntry>* entries,
                  size_t max_entries = SIZE_MAX) override {
-    entries->clear();
     DIR* dir = ::opendir(path.c_str());
     if (dir == nullptr) return Status::FromErrno(errno, "opendir " + path);
-    for (;;) {
-      errno = 0;
-      struct dirent* de = ::readdir(dir);
-      if (de == nullptr || entries->size() >= max_entries) {
-        int err = de == nullptr ? errno : 0;
-        ::closedir(dir);
-        if (err != 0) return Status::FromErrno(err, "readdir " + path);
-        return Status::Ok();
+    return ReadDirStream(dir, path, entries, max_entries);
+  }
+
+  Result<int> OpenBeneath(int dir_fd, const std::string& rel, int flags) override {
+    if (!IsPlainRelative(rel)) return Status::Invalid("not a plain relative path: " + rel);
+    int fd = -1;
+    if (!g_no_openat2.load(std::memory_order_relaxed)) {
+      struct open_how how;
+      std::memset(&how, 0, sizeof(how));
+      how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
+      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+      do {
+        fd = static_cast<int>(
+            ::syscall(SYS_openat2, dir_fd, rel.empty() ? "." : rel.c_str(), &how, sizeof(how)));
+      } while (fd < 0 && errno == EINTR);
+      if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
+        // EPERM is also what a permission failure says; the walk then fails the same way.
+        if (errno == ENOSYS) g_no_openat2.store(true, std::memory_order_relaxed);
+        fd = WalkBeneath(dir_fd, rel, flags);
       }
-      if (std::strcmp(de->d_name, ".") == 0 || std::strcmp(de->d_name, "..") == 0) continue;
-      entries->push_back(DirEntry{de->d_name, de->d_type});
+    } else {
+      fd = WalkBeneath(dir_fd, rel, flags);
     }
+    if (fd < 0) return Status::FromErrno(errno, "open " + rel + " beneath the backing root");
+    return fd;
+  }
+
+  Status StatAt(int dir_fd, const std::string& name, struct stat* st) override {
+    if (::fstatat(dir_fd, name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) {
+      return Status::FromErrno(errno, "stat " + name);
+    }
+    return Status::Ok();
+  }
+
+  Status ListDirFd(int dir_fd, std::vector<DirEntry>* entries,
+                   size_t max_entries = SIZE_MAX) override {
+    // fdopendir takes the descriptor over; the caller keeps its own.
+    int copy = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) return Status::FromErrno(errno, "dup");
+    DIR* dir = ::fdopendir(copy);
+    if (dir == nullptr) {
+      int err = errno;
+      ::close(copy);
+      return Status::FromErrno(err, "opendir");
+    }
+    ::rewinddir(dir);  // the copy shares the original's position
+    return ReadDirStream(dir, "directory", entries, max_entries);
+  }
+
+  Result<std::string> ReadLinkAt(int dir_fd, const std::string& name) override {
+    char target[PATH_MAX + 1];
+    ssize_t n = ::readlinkat(dir_fd, name.c_str(), target, sizeof(target));
+    if (n < 0) return Status::FromErrno(errno, "readlink " + name);
+    if (static_cast<size_t>(n) > PATH_MAX) {
+      return Status::Error(ENAMETOOLONG, "readlink " + name + ": target too long");
+    }
+    return std::string(target, static_cast<size_t>(n));
+  }
+
+  Result<std::string> GetXattrAt(int dir_fd, const std::string& name,
+                                 const std::string& attr) override {
+    // No *at form of lgetxattr before Linux 6.13: name the entry through the directory's
+    // /proc/self/fd link (followed: a magic link to that very directory), and the entry itself
+    // without following it.
+    const std::string path = "/proc/self/fd/" + std::to_string(dir_fd) + "/" + name;
+    std::string value(256, '\0');
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      ssize_t n = ::lgetxattr(path.c_str(), attr.c_str(), value.data(), value.size());
+      if (n >= 0) {
+        value.resize(static_cast<size_t>(n));
+        return value;
+      }
+      if (errno != ERANGE) return Status::FromErrno(errno, "getxattr " + attr + " of " + name);
+      ssize_t need = ::lgetxattr(path.c_str(), attr.c_str(), nullptr, 0);
+      if (need < 0) return Status::FromErrno(errno, "getxattr " + attr + " of " + name);
+      value.resize(static_cast<size_t>(need) + 1);
+    }
+    return Status::Error(EAGAIN, "getxattr " + attr + " of " + name + ": value keeps changing");
   }
 
   uint64_t NowMonotonicNanos() override { return ClockNanos(CLOCK_MONOTONIC); }

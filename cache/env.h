@@ -53,6 +53,27 @@ class Env {
   // Lists a directory without "." and "..", unsorted; stops reading after `max_entries`.
   virtual Status ListDir(const std::string& path, std::vector<DirEntry>* entries,
                          size_t max_entries = SIZE_MAX) = 0;
+
+  // Calls relative to an open directory, for trees another user may change while they are read
+  // (the backing store: see backing_tree.h). `rel` is '/'-separated with no empty, "." or ".."
+  // component ("" is the directory itself); `name` is one component.
+  //
+  // Opens `rel` beneath `dir_fd`: every component is resolved inside it and no symbolic link is
+  // followed in any component (ELOOP or ENOTDIR where one is met). openat2(2) with RESOLVE_BENEATH
+  // and RESOLVE_NO_SYMLINKS where the kernel has it, else a walk of O_NOFOLLOW opens. With
+  // O_PATH | O_NOFOLLOW in `flags` a link that is the last component is opened itself.
+  virtual Result<int> OpenBeneath(int dir_fd, const std::string& rel, int flags) = 0;
+  // fstatat(dir_fd, name, AT_SYMLINK_NOFOLLOW).
+  virtual Status StatAt(int dir_fd, const std::string& name, struct stat* st) = 0;
+  // Lists the open directory `dir_fd` (which stays open and the caller's) as ListDir does.
+  virtual Status ListDirFd(int dir_fd, std::vector<DirEntry>* entries,
+                           size_t max_entries = SIZE_MAX) = 0;
+  // readlinkat(dir_fd, name): a link's target, whole (ENAMETOOLONG past PATH_MAX).
+  virtual Result<std::string> ReadLinkAt(int dir_fd, const std::string& name) = 0;
+  // The value of the extended attribute `attr` of entry `name` of `dir_fd`, without following a
+  // link; ENODATA if it has none, ENOTSUP if the filesystem keeps no such attributes.
+  virtual Result<std::string> GetXattrAt(int dir_fd, const std::string& name,
+                                         const std::string& attr) = 0;
   // CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds.
   virtual uint64_t NowMonotonicNanos() = 0;
   virtual uint64_t NowRealtimeNanos() = 0;
@@ -96,6 +117,23 @@ class EnvWrapper : public Env {
   Status ListDir(const std::string& path, std::vector<DirEntry>* entries,
                  size_t max_entries = SIZE_MAX) override {
     return target_->ListDir(path, entries, max_entries);
+  }
+  Result<int> OpenBeneath(int dir_fd, const std::string& rel, int flags) override {
+    return target_->OpenBeneath(dir_fd, rel, flags);
+  }
+  Status StatAt(int dir_fd, const std::string& name, struct stat* st) override {
+    return target_->StatAt(dir_fd, name, st);
+  }
+  Status ListDirFd(int dir_fd, std::vector<DirEntry>* entries,
+                   size_t max_entries = SIZE_MAX) override {
+    return target_->ListDirFd(dir_fd, entries, max_entries);
+  }
+  Result<std::string> ReadLinkAt(int dir_fd, const std::string& name) override {
+    return target_->ReadLinkAt(dir_fd, name);
+  }
+  Result<std::string> GetXattrAt(int dir_fd, const std::string& name,
+                                 const std::string& attr) override {
+    return target_->GetXattrAt(dir_fd, name, attr);
   }
   uint64_t NowMonotonicNanos() override { return target_->NowMonotonicNanos(); }
   uint64_t NowRealtimeNanos() override { return target_->NowRealtimeNanos(); }

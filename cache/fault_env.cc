@@ -35,6 +35,10 @@ const char* FaultOpName(FaultOp op) {
       return "statvfs";
     case FaultOp::kListDir:
       return "listdir";
+    case FaultOp::kReadLink:
+      return "readlink";
+    case FaultOp::kGetXattr:
+      return "getxattr";
     case FaultOp::kCount:
       break;
   }
@@ -114,6 +118,12 @@ std::string FaultInjectionEnv::PathOfFd(int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = fd_paths_.find(fd);
   return it == fd_paths_.end() ? std::string() : it->second;
+}
+
+std::string FaultInjectionEnv::PathBeneath(int dir_fd, const std::string& rel) {
+  std::string dir = PathOfFd(dir_fd);
+  if (dir.empty()) return rel;
+  return rel.empty() ? dir : dir + "/" + rel;
 }
 
 Status FaultInjectionEnv::Before(FaultOp op, const std::string& path) {
@@ -237,6 +247,39 @@ Status FaultInjectionEnv::ListDir(const std::string& path, std::vector<DirEntry>
                                   size_t max_entries) {
   CLAIRFS_RETURN_IF_ERROR(Before(FaultOp::kListDir, path));
   return target()->ListDir(path, entries, max_entries);
+}
+
+Result<int> FaultInjectionEnv::OpenBeneath(int dir_fd, const std::string& rel, int flags) {
+  const std::string path = PathBeneath(dir_fd, rel);
+  CLAIRFS_RETURN_IF_ERROR(Before(FaultOp::kOpen, path));
+  auto fd = target()->OpenBeneath(dir_fd, rel, flags);
+  if (fd.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fd_paths_[*fd] = path;
+  }
+  return fd;
+}
+
+Status FaultInjectionEnv::StatAt(int dir_fd, const std::string& name, struct stat* st) {
+  CLAIRFS_RETURN_IF_ERROR(Before(FaultOp::kLstat, PathBeneath(dir_fd, name)));
+  return target()->StatAt(dir_fd, name, st);
+}
+
+Status FaultInjectionEnv::ListDirFd(int dir_fd, std::vector<DirEntry>* entries,
+                                    size_t max_entries) {
+  CLAIRFS_RETURN_IF_ERROR(Before(FaultOp::kListDir, PathOfFd(dir_fd)));
+  return target()->ListDirFd(dir_fd, entries, max_entries);
+}
+
+Result<std::string> FaultInjectionEnv::ReadLinkAt(int dir_fd, const std::string& name) {
+  CLAIRFS_RETURN_IF_ERROR(Before(FaultOp::kReadLink, PathBeneath(dir_fd, name)));
+  return target()->ReadLinkAt(dir_fd, name);
+}
+
+Result<std::string> FaultInjectionEnv::GetXattrAt(int dir_fd, const std::string& name,
+                                                  const std::string& attr) {
+  CLAIRFS_RETURN_IF_ERROR(Before(FaultOp::kGetXattr, PathBeneath(dir_fd, name)));
+  return target()->GetXattrAt(dir_fd, name, attr);
 }
 
 }  // namespace clairfs

@@ -5,7 +5,9 @@
 //   - FailNth(op, n, err): the n-th call of `op` from now fails with `err` (once).
 //   - FailPath(op, substring, err): every call of `op` (FaultOp::kAny: of any operation) on a
 //     path containing `substring` fails with `err` until ClearFaults(). Calls on an fd match the
-//     path the fd was opened with.
+//     path the fd was opened with; calls relative to a directory fd (OpenBeneath, StatAt,
+//     ListDirFd, ReadLinkAt, GetXattrAt) match "<the directory's path>/<rel>", and count as
+//     kOpen, kLstat, kListDir, kReadLink and kGetXattr.
 //   - SetShortReads(max): Pread returns at most `max` bytes per call (never 0 before the end).
 //   - SetFreeBytes(bytes): StatVfs reports `bytes` free (f_bavail * f_frsize), as a small device.
 //   - CrashAfter(k): the next k calls run normally; every call after them fails with EIO, as if
@@ -43,6 +45,8 @@ enum class FaultOp : int {
   kFstat,
   kStatVfs,
   kListDir,
+  kReadLink,
+  kGetXattr,
   kCount,         // number of operations (not an operation)
   kAny = kCount,  // FailPath only: any operation
 };
@@ -81,6 +85,13 @@ class FaultInjectionEnv : public EnvWrapper {
   Status StatVfs(const std::string& path, struct statvfs* st) override;
   Status ListDir(const std::string& path, std::vector<DirEntry>* entries,
                  size_t max_entries = SIZE_MAX) override;
+  Result<int> OpenBeneath(int dir_fd, const std::string& rel, int flags) override;
+  Status StatAt(int dir_fd, const std::string& name, struct stat* st) override;
+  Status ListDirFd(int dir_fd, std::vector<DirEntry>* entries,
+                   size_t max_entries = SIZE_MAX) override;
+  Result<std::string> ReadLinkAt(int dir_fd, const std::string& name) override;
+  Result<std::string> GetXattrAt(int dir_fd, const std::string& name,
+                                 const std::string& attr) override;
 
  private:
   struct NthRule {
@@ -96,6 +107,8 @@ class FaultInjectionEnv : public EnvWrapper {
   // Counts the call and decides its fate: OK to forward, or the error to return.
   Status Before(FaultOp op, const std::string& path);
   std::string PathOfFd(int fd);
+  // "<path of dir_fd>/<rel>" (or `rel` alone for a descriptor this Env did not open).
+  std::string PathBeneath(int dir_fd, const std::string& rel);
 
   mutable std::mutex mu_;  // guards every field below
   uint64_t calls_[static_cast<int>(FaultOp::kCount)] = {};

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cache/backing_tree.h"
 #include "planner/log.h"
 
 namespace clairfs {
@@ -35,54 +36,101 @@ std::string ChildKey(std::string_view parent_path, std::string_view name) {
   return key;
 }
 
-// Shared state of one parallel listing: a queue of directories and the totals.
-struct ScanState {
-  std::mutex mu;  // guards queue, busy, failed, status
-  std::condition_variable cv;
-  std::deque<std::string> queue;  // relative paths of directories still to list
-  int busy = 0;                   // workers listing a directory now
-  Status status;                  // first fatal error
-  std::atomic<uint64_t> next_ino{kRootIno + 1};
-  std::atomic<uint64_t> files{0}, dirs{1}, others{0}, bytes{0}, unreadable{0};
+// A directory still to list: its path and the identity it had when its parent was listed.
+struct PendingDir {
+  std::string rel;
+  uint64_t backing_ino = 0;  // 0 for the root (opened by the tree itself)
 };
 
-Status ListOneDir(const std::string& root, const std::string& rel, IndexDb* index, Env* env,
-                  ScanState* state, std::vector<std::string>* subdirs) {
-  std::string abs = rel.empty() ? root : root + "/" + rel;
-  std::vector<DirEntry> entries;
-  Status st = env->ListDir(abs, &entries);
-  if (!st.ok()) {
+// Shared state of one parallel listing: a queue of directories and the totals.
+struct ScanState {
+  std::mutex mu;  // guards queue, busy, status
+  std::condition_variable cv;
+  std::deque<PendingDir> queue;  // directories still to list
+  int busy = 0;                  // workers listing a directory now
+  Status status;                 // first fatal error
+  std::atomic<uint64_t> next_ino{kRootIno + 1};
+  std::atomic<uint64_t> files{0}, dirs{1}, others{0}, bytes{0}, unreadable{0}, acls{0};
+};
+
+// The entry's access ACL, or "" when it has none (or its filesystem keeps no ACLs).
+std::string AccessAcl(Env* env, int dir_fd, const std::string& name, const std::string& shown) {
+  auto acl = env->GetXattrAt(dir_fd, name, "system.posix_acl_access");
+  if (acl.ok()) return *acl;
+  const int code = acl.status().code();
+  if (code != ENODATA && code != ENOTSUP && code != EOPNOTSUPP) {
+    Log(LogLevel::kWarn, "cannot read the ACL of %s: %s (served by its mode bits alone)",
+        shown.c_str(), acl.status().message().c_str());
+  }
+  return "";
+}
+
+// Lists one directory, reached beneath the root with no link followed (a directory swapped for
+// a link since its parent was listed is refused; one swapped for another directory is left out).
+Status ListOneDir(const BackingTree& tree, const PendingDir& pending, IndexDb* index,
+                  ScanState* state, std::vector<PendingDir>* subdirs) {
+  Env* env = tree.env();
+  const std::string& rel = pending.rel;
+  const std::string shown = rel.empty() ? tree.root() : tree.root() + "/" + rel;
+  auto unreadable = [&](const Status& st) {
     // An unreadable directory is shown empty rather than failing the whole mount.
-    Log(LogLevel::kWarn, "cannot list %s: %s (shown empty)", abs.c_str(), st.message().c_str());
+    Log(LogLevel::kWarn, "cannot list %s: %s (shown empty)", shown.c_str(), st.message().c_str());
     state->unreadable.fetch_add(1);
     return Status::Ok();
+  };
+  int dir_fd = tree.root_fd();
+  if (!rel.empty()) {
+    auto opened = tree.OpenDir(rel);
+    if (!opened.ok()) return unreadable(opened.status());
+    dir_fd = *opened;
   }
+  struct DirCloser {
+    Env* env;
+    int fd;
+    bool owned;
+    ~DirCloser() {
+      if (owned) (void)env->Close(fd);
+    }
+  } closer{env, dir_fd, !rel.empty()};
+  if (pending.backing_ino != 0) {
+    struct stat dir_st;
+    Status st = env->Fstat(dir_fd, &dir_st);
+    if (!st.ok()) return unreadable(st);
+    if (static_cast<uint64_t>(dir_st.st_ino) != pending.backing_ino) {
+      return unreadable(Status::Error(ESTALE, "replaced by another directory while listing"));
+    }
+  }
+  std::vector<DirEntry> entries;
+  Status st = env->ListDirFd(dir_fd, &entries);
+  if (!st.ok()) return unreadable(st);
   rocksdb::WriteBatch batch;
   for (const auto& e : entries) {
-    std::string child_abs = abs + "/" + e.name;
     struct stat sb;
-    Status ls = env->Lstat(child_abs, &sb);
+    Status ls = env->StatAt(dir_fd, e.name, &sb);
     if (!ls.ok()) {
       if (ls.code() == ENOENT) continue;  // vanished while listing
-      Log(LogLevel::kWarn, "cannot stat %s: %s (left out)", child_abs.c_str(),
+      Log(LogLevel::kWarn, "cannot stat %s/%s: %s (left out)", shown.c_str(), e.name.c_str(),
           ls.message().c_str());
       continue;
     }
     uint64_t ino = state->next_ino.fetch_add(1);
     NodeAttr attr = NodeAttr::FromStat(sb, ino);
     if (S_ISLNK(sb.st_mode)) {
-      char target[4096];
-      ssize_t n = readlink(child_abs.c_str(), target, sizeof(target));
-      if (n > 0) attr.link_target.assign(target, static_cast<size_t>(n));
+      auto target = env->ReadLinkAt(dir_fd, e.name);
+      if (target.ok()) attr.link_target = std::move(*target);
       state->others.fetch_add(1);
     } else if (S_ISDIR(sb.st_mode)) {
       state->dirs.fetch_add(1);
-      subdirs->push_back(ChildPath(rel, e.name));
+      subdirs->push_back(PendingDir{ChildPath(rel, e.name), static_cast<uint64_t>(sb.st_ino)});
     } else if (S_ISREG(sb.st_mode)) {
       state->files.fetch_add(1);
       state->bytes.fetch_add(static_cast<uint64_t>(sb.st_size));
     } else {
       state->others.fetch_add(1);
+    }
+    if (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)) {
+      attr.acl_access = AccessAcl(env, dir_fd, e.name, shown + "/" + e.name);
+      if (!attr.acl_access.empty()) state->acls.fetch_add(1);
     }
     std::string key = ChildKey(rel, e.name);
     batch.Put(index->handle(IndexDb::kNames), key, EncodeNodeAttr(attr));
@@ -108,20 +156,32 @@ std::string Manifest::PathForKey(std::string_view key) {
 }
 
 Status Manifest::Rescan(const std::string& root, int threads, Env* env) {
+  auto tree = BackingTree::Open(root, env);
+  if (!tree.ok()) {
+    // A rescan that fails leaves no manifest marked complete, however early it fails.
+    (void)index_->Delete(IndexDb::kMeta, kManifestStateKey, true);
+    return tree.status();
+  }
+  return Rescan(**tree, threads);
+}
+
+Status Manifest::Rescan(const BackingTree& tree, int threads) {
   auto start = std::chrono::steady_clock::now();
   nodes_.Clear();  // inode numbers are assigned anew
   CLAIRFS_RETURN_IF_ERROR(index_->Delete(IndexDb::kMeta, kManifestStateKey, true));
   CLAIRFS_RETURN_IF_ERROR(index_->ResetManifest());
   struct stat root_st;
-  CLAIRFS_RETURN_IF_ERROR(env->Lstat(root, &root_st));
+  CLAIRFS_RETURN_IF_ERROR(tree.env()->Fstat(tree.root_fd(), &root_st));
   NodeAttr root_attr = NodeAttr::FromStat(root_st, kRootIno);
+  root_attr.acl_access = AccessAcl(tree.env(), tree.root_fd(), ".", tree.root());
   rocksdb::WriteBatch root_batch;
   root_batch.Put(index_->handle(IndexDb::kNames), "", EncodeNodeAttr(root_attr));
   root_batch.Put(index_->handle(IndexDb::kInodes), BigEndian64(kRootIno), "");
   CLAIRFS_RETURN_IF_ERROR(index_->Write(&root_batch, false, true));
 
   ScanState state;
-  state.queue.push_back("");
+  if (!root_attr.acl_access.empty()) state.acls.fetch_add(1);
+  state.queue.push_back(PendingDir{"", 0});
   auto worker = [&]() {
     std::unique_lock<std::mutex> lock(state.mu);
     for (;;) {
@@ -130,12 +190,12 @@ Status Manifest::Rescan(const std::string& root, int threads, Env* env) {
         state.cv.notify_all();
         return;
       }
-      std::string rel = std::move(state.queue.front());
+      PendingDir dir = std::move(state.queue.front());
       state.queue.pop_front();
       ++state.busy;
       lock.unlock();
-      std::vector<std::string> subdirs;
-      Status st = ListOneDir(root, rel, index_, env, &state, &subdirs);
+      std::vector<PendingDir> subdirs;
+      Status st = ListOneDir(tree, dir, index_, &state, &subdirs);
       lock.lock();
       --state.busy;
       if (!st.ok() && state.status.ok()) state.status = st;
@@ -154,11 +214,13 @@ Status Manifest::Rescan(const std::string& root, int threads, Env* env) {
   summary_.others = state.others.load();
   summary_.bytes = state.bytes.load();
   summary_.unreadable_dirs = state.unreadable.load();
+  summary_.acl_entries = state.acls.load();
   summary_.scan_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string meta = std::to_string(summary_.files) + " " + std::to_string(summary_.dirs) + " " +
-                     std::to_string(summary_.others) + " " + std::to_string(summary_.bytes);
-  CLAIRFS_RETURN_IF_ERROR(index_->Put(IndexDb::kMeta, kBackingRootKey, root, true));
+                     std::to_string(summary_.others) + " " + std::to_string(summary_.bytes) + " " +
+                     std::to_string(summary_.acl_entries);
+  CLAIRFS_RETURN_IF_ERROR(index_->Put(IndexDb::kMeta, kBackingRootKey, tree.root(), true));
   return index_->Put(IndexDb::kMeta, kManifestStateKey, meta, true);
 }
 
@@ -177,11 +239,13 @@ Status Manifest::UseStored(const std::string& root) {
     return Status::Error(EINVAL, "--manifest reuse: the stored manifest lists " +
                                      stored_root->value_or("?") + ", not " + root);
   }
-  unsigned long long files = 0, dirs = 0, others = 0, bytes = 0;
-  if (sscanf((*state)->c_str(), "%llu %llu %llu %llu", &files, &dirs, &others, &bytes) != 4) {
+  unsigned long long files = 0, dirs = 0, others = 0, bytes = 0, acls = 0;
+  if (sscanf((*state)->c_str(), "%llu %llu %llu %llu %llu", &files, &dirs, &others, &bytes,
+             &acls) != 5) {
     return Status::Error(EUCLEAN, "--manifest reuse: corrupt manifest state record");
   }
   summary_ = ManifestSummary{files, dirs, others, bytes, 0, 0};
+  summary_.acl_entries = acls;
   return Status::Ok();
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/backing_tree.h"
 #include "cache/env.h"
 #include "cache/index_db.h"
 #include "cache/node_attr.h"
@@ -49,13 +50,18 @@ struct ManifestSummary {
   uint64_t bytes = 0;   // total size of regular files
   uint64_t unreadable_dirs = 0;
   double scan_seconds = 0;
+  uint64_t acl_entries = 0;  // files and directories with an access ACL
 };
 
 class Manifest {
  public:
   explicit Manifest(IndexDb* index) : index_(index) {}
 
-  // Lists `backing_root` with `threads` threads into the index, replacing what was there.
+  // Lists the backing tree with `threads` threads into the index, replacing what was there. Every
+  // directory is reached beneath the tree's root with no link followed (backing_tree.h); each
+  // file's and directory's access ACL is recorded with it.
+  Status Rescan(const BackingTree& tree, int threads);
+  // The same over a tree opened here from `backing_root`.
   Status Rescan(const std::string& backing_root, int threads, Env* env);
   // Uses the stored manifest; fails if none is complete or it belongs to another backing root.
   Status UseStored(const std::string& backing_root);

@@ -14,13 +14,22 @@
 namespace clairfs {
 
 Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
-    : options_(options), store_(store), env_(env) {
+    : options_(options), store_(store), env_(env), backing_(options.backing) {
   last_refill_ns_ = env_->NowMonotonicNanos();
+  if (!backing_) {
+    auto tree = BackingTree::Open(options_.backing_root, env_);
+    if (tree.ok()) {
+      backing_ = std::move(*tree);
+    } else {
+      backing_error_ = tree.status();
+      Log(LogLevel::kWarn, "staging unavailable: %s", backing_error_.message().c_str());
+    }
+  }
   const bool want_uring = options_.engine == StageEngine::kUring ||
                           (options_.engine == StageEngine::kAuto && env_ == Env::Default());
-  if (want_uring) {
+  if (want_uring && backing_) {
     UringCopierOptions copier_options;
-    copier_options.backing_root = options_.backing_root;
+    copier_options.backing = backing_;
     copier_options.max_files = std::max(1, options_.threads);
     copier_options.buffers = options_.buffers > 0 ? options_.buffers : copier_options.max_files;
     copier_options.chunk_size = options_.chunk_size;
@@ -267,26 +276,22 @@ bool Stager::Throttle(size_t bytes) {
 }
 
 Status Stager::CopyOne(const Request& request) {
-  const std::string source = options_.backing_root + "/" + request.path;
+  const std::string& source = request.path;
   auto skip = [&](Status why) {
     skipped_.fetch_add(1);
     Log(LogLevel::kDebug, "not staging %s: %s", request.path.c_str(), why.message().c_str());
     return why;
   };
-  auto src = env_->Open(source, O_RDONLY | O_NOFOLLOW);
+  if (!backing_) return skip(backing_error_);
+  // Beneath the root, no link followed, and the very file that was listed (backing_tree.h).
+  auto src = backing_->OpenListedFile(request.path, request.identity);
   if (!src.ok()) return skip(src.status());
   struct fd_closer {
     Env* env;
     int fd;
     ~fd_closer() { (void)env->Close(fd); }
   } closer{env_, *src};
-  struct stat before;
-  Status st = env_->Fstat(*src, &before);
-  if (!st.ok()) return skip(st);
-  if (!S_ISREG(before.st_mode)) return skip(Status::Error(EINVAL, "not a regular file"));
-  if (IdentityOf(before) != request.identity) {
-    return skip(Status::Error(ESTALE, "backing file changed since it was listed"));
-  }
+  Status st;
   auto slot = store_->BeginStaging(request.path, request.identity.size, request.may_evict);
   if (!slot.ok()) {
     if (slot.status().code() == EEXIST) return Status::Ok();

@@ -5,6 +5,7 @@
 // re-queue raises it). Worker threads (--stage-threads) copy with a shared token bucket
 // (--stage-bandwidth) so a node cannot flood the PFS. A copy is published only if the backing
 // file's identity equals the expected one before and after the copy; otherwise it is discarded.
+// Backing files are opened beneath the tree's root with no link followed (backing_tree.h).
 // Failures on the cache device (ENOSPC, EIO) drop that copy, are counted, and logged once per kind;
 // the file stays served from the backing store. A file for which the store finds no room without
 // evicting a copy it must keep (pinned, ranked above it by the eviction policy, or any copy for a
@@ -38,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache/backing_tree.h"
 #include "cache/content_store.h"
 #include "cache/env.h"
 #include "cache/group_committer.h"
@@ -63,6 +65,9 @@ struct StagerOptions {
   // Large copies: written back while copying, and waited for every this many bytes, so that the
   // final fsync does not write the whole file at once (0 = no waiting writeback).
   uint64_t flush_every = 32 << 20;
+  // The tree files are read from (backing_tree.h); when null the stager opens `backing_root`
+  // itself at construction (and fails every copy with that error if it cannot).
+  std::shared_ptr<const BackingTree> backing = nullptr;
 };
 
 struct StagerStats {
@@ -156,6 +161,8 @@ class Stager final : public StagingQueue {
   StagerOptions options_;
   ContentStore* store_;
   Env* env_;
+  std::shared_ptr<const BackingTree> backing_;  // null if it could not be opened
+  Status backing_error_;                        // why not
 
   std::mutex mu_;  // guards queue_, pending_, in_flight_, delivering_, stopping_, seq_
   std::condition_variable work_cv_;

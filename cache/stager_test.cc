@@ -53,18 +53,25 @@ class GateEnv : public FaultInjectionEnv {
     return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return blocked_; });
   }
   Result<int> Open(const std::string& path, int flags, mode_t mode) override {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!gate_.empty() && path.find(gate_) != std::string::npos) {
-        blocked_ = true;
-        cv_.notify_all();
-        cv_.wait(lock, [&] { return open_; });
-      }
-    }
+    Wait(path);
     return FaultInjectionEnv::Open(path, flags, mode);
+  }
+  // Backing files are opened beneath the root (cache/backing_tree.h).
+  Result<int> OpenBeneath(int dir_fd, const std::string& rel, int flags) override {
+    Wait(rel);
+    return FaultInjectionEnv::OpenBeneath(dir_fd, rel, flags);
   }
 
  private:
+  void Wait(const std::string& path) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!gate_.empty() && path.find(gate_) != std::string::npos) {
+      blocked_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return open_; });
+    }
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::string gate_;
@@ -218,7 +225,8 @@ TEST_F(StagerTest, DuplicatesAreCopiedOnce) {
   EXPECT_EQ(stager_->stats().files_staged, 2u);
   ASSERT_TRUE(store_->Find("dup").has_value());
   EXPECT_EQ(ReadFile(store_->Find("dup")->data_path), data);
-  EXPECT_EQ(env_.calls(FaultOp::kOpen), 4u);  // blocker + dup: backing + temp each
+  // The backing root once, then blocker and dup: backing file and temp copy each.
+  EXPECT_EQ(env_.calls(FaultOp::kOpen), 5u);
 }
 
 TEST_F(StagerTest, CancelDropsAPendingRequest) {
@@ -514,7 +522,9 @@ class StagerEngineTest : public StagerTest, public ::testing::WithParamInterface
 TEST_P(StagerEngineTest, EngineIsTheOneAskedFor) {
   Add("a", 10, 1);
   Start(2);
-  bool uring_available = UringCopier::Create({}, store_.get(), {}).ok();
+  UringCopierOptions probe;
+  probe.backing = *BackingTree::Open(backing_, Env::Default());
+  bool uring_available = UringCopier::Create(probe, store_.get(), {}).ok();
   EXPECT_EQ(stager_->stats().uring, GetParam() == StageEngine::kUring && uring_available);
   stager_->Enqueue("a", Identity("a"), StagePriority::kNormal);
   stager_->WaitIdle();

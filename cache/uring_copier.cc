@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <linux/openat2.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -59,7 +60,8 @@ struct Chunk {
 
 struct FileCopy {
   CopyJob job;
-  std::string source;
+  std::string source;      // the relative path, for messages
+  struct open_how how {};  // read by the kernel when the OPENAT2 entry is submitted
   int src_fd = -1;
   StagingSlot slot;
   bool has_slot = false;
@@ -151,7 +153,7 @@ struct UringCopier::Impl {
       auto file = std::make_unique<FileCopy>();
       FileCopy* f = file.get();
       f->job = std::move(job);
-      f->source = options.backing_root + "/" + f->job.path;
+      f->source = f->job.path;
       f->open_op = Op{f, Op::kOpen, -1};
       f->stat_before_op = Op{f, Op::kStatBefore, -1};
       f->stat_after_op = Op{f, Op::kStatAfter, -1};
@@ -160,7 +162,10 @@ struct UringCopier::Impl {
       files.emplace(f, std::move(file));
       active.fetch_add(1);
       io_uring_sqe* sqe = Sqe();
-      io_uring_prep_openat(sqe, AT_FDCWD, f->source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+      // Beneath the root, no link followed, never blocking on a FIFO (backing_tree.h).
+      f->how.flags = BackingTree::kFileOpenFlags;
+      f->how.resolve = BackingTree::ResolveFlags();
+      io_uring_prep_openat2(sqe, options.backing->root_fd(), f->job.path.c_str(), &f->how);
       Track(sqe, &f->open_op);
     }
   }
@@ -355,6 +360,10 @@ struct UringCopier::Impl {
       return Finish(f, CopyResult::kSkipped,
                     Status::Error(ESTALE, "backing file changed since it was listed"));
     }
+    // Opened non-blocking so that a FIFO swapped in cannot hang the open; a regular file reads
+    // in full from here on.
+    Status blocking = BackingTree::ClearNonBlocking(f->src_fd);
+    if (!blocking.ok()) return Finish(f, CopyResult::kSkipped, blocking);
     BeginCopy(f);
   }
 
@@ -542,6 +551,7 @@ struct UringCopier::Impl {
 
 Result<std::unique_ptr<UringCopier>> UringCopier::Create(const UringCopierOptions& options,
                                                          ContentStore* store, CopierHooks hooks) {
+  if (!options.backing) return Status::Invalid("io_uring copier: no backing tree");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->options.max_files = std::max(1, options.max_files);
@@ -571,13 +581,13 @@ Result<std::unique_ptr<UringCopier>> UringCopier::Create(const UringCopierOption
   if (probe == nullptr) return Status::Error(ENOSYS, "io_uring: cannot probe operations");
   bool complete = true;
   for (int op :
-       {IORING_OP_OPENAT, IORING_OP_STATX, IORING_OP_READ, IORING_OP_WRITE, IORING_OP_READ_FIXED,
+       {IORING_OP_OPENAT2, IORING_OP_STATX, IORING_OP_READ, IORING_OP_WRITE, IORING_OP_READ_FIXED,
         IORING_OP_WRITE_FIXED, IORING_OP_FSYNC, IORING_OP_SYNC_FILE_RANGE}) {
     complete = complete && io_uring_opcode_supported(probe, op);
   }
   io_uring_free_probe(probe);
   if (!complete)
-    return Status::Error(ENOSYS, "io_uring lacks openat/statx/read/write/fsync/sync_file_range");
+    return Status::Error(ENOSYS, "io_uring lacks openat2/statx/read/write/fsync/sync_file_range");
 
   impl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (impl->wake_fd < 0) return Status::FromErrno(errno, "eventfd");

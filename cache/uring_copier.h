@@ -47,6 +47,7 @@
 #include <memory>
 #include <string>
 
+#include "cache/backing_tree.h"
 #include "cache/content_store.h"
 #include "cache/node_attr.h"
 #include "planner/status.h"
@@ -54,7 +55,9 @@
 namespace clairfs {
 
 struct UringCopierOptions {
-  std::string backing_root;
+  // The tree files are read from: opened beneath its root with no link followed, as the
+  // thread-pool engine does (backing_tree.h). Required.
+  std::shared_ptr<const BackingTree> backing;
   int max_files = 64;               // files in flight (open .. published)
   int buffers = 64;                 // chunk buffers in the pool
   size_t chunk_size = 256 * 1024;   // bytes per READ/WRITE

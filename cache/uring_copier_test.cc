@@ -60,7 +60,9 @@ class UringCopierTest : public ::testing::Test {
   // Starts a copier whose `next` pops jobs_ and whose `done` records outcomes.
   bool Start(int max_files, int buffers, uint64_t flush_every = UringCopierOptions{}.flush_every) {
     UringCopierOptions options;
-    options.backing_root = backing_;
+    auto tree = BackingTree::Open(backing_, Env::Default());
+    if (!tree.ok()) return false;
+    options.backing = std::move(*tree);
     options.max_files = max_files;
     options.buffers = buffers;
     options.chunk_size = kChunk;

@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cache/backing_tree.h"
 #include "cache/cache_dir.h"
 #include "cache/content_store.h"
 #include "cache/heat_policy.h"
@@ -138,6 +139,9 @@ struct Daemon {
   MountOptions options;
   Preflight paths;
   std::unique_ptr<CacheDir> cache_dir;
+  // Opened once, first: every later read of the backing store resolves beneath this descriptor,
+  // so a swap of the root's own path later cannot redirect the mount (cache/backing_tree.h).
+  std::shared_ptr<const BackingTree> backing;
   std::unique_ptr<IndexDb> index;
   std::unique_ptr<Manifest> manifest;
   std::unique_ptr<HeatStore> heat;
@@ -183,6 +187,9 @@ StatusSources StatusSourcesOf(Daemon* d) {
 
 Status StartDaemon(Daemon* d) {
   Env* env = Env::Default();
+  auto backing = BackingTree::Open(d->paths.backing, env);
+  if (!backing.ok()) return backing.status();
+  d->backing = std::move(*backing);
   auto index = IndexDb::Open(d->cache_dir->index_dir());
   if (!index.ok()) return index.status();
   d->index = std::move(*index);
@@ -193,7 +200,7 @@ Status StartDaemon(Daemon* d) {
         d->paths.backing.c_str(), static_cast<unsigned long long>(d->manifest->summary().files),
         FormatBytes(d->manifest->summary().bytes).c_str());
   } else {
-    CLAIRFS_RETURN_IF_ERROR(d->manifest->Rescan(d->paths.backing, d->options.scan_threads, env));
+    CLAIRFS_RETURN_IF_ERROR(d->manifest->Rescan(*d->backing, d->options.scan_threads));
     const ManifestSummary& s = d->manifest->summary();
     Log(LogLevel::kInfo, "listed %s: %llu files (%s), %llu directories in %.2f s",
         d->paths.backing.c_str(), static_cast<unsigned long long>(s.files),
@@ -247,11 +254,13 @@ Status StartDaemon(Daemon* d) {
   }
   StagerOptions stager_options;
   stager_options.backing_root = d->paths.backing;
+  stager_options.backing = d->backing;
   stager_options.threads = d->options.stage_threads;
   stager_options.bandwidth = d->options.stage_bandwidth;
   d->stager = std::make_unique<Stager>(stager_options, d->store.get(), env);
 
-  FileSystemConfig fs_config{d->paths.backing, d->options.revalidate, d->options.read_through};
+  FileSystemConfig fs_config{d->paths.backing, d->backing, d->options.revalidate,
+                             d->options.read_through};
   d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
                                        d->stager.get(), env);
   d->held_warmup = std::make_unique<HeldCopyWarmup>(d->manifest.get(), d->store.get(), env);
@@ -341,6 +350,11 @@ Status StartDaemon(Daemon* d) {
                                                                 : FuseUringMode::kAuto;
   adapter_options.transport_state = &d->transport;
   adapter_options.uring_threads_per_queue = d->options.fuse_uring_threads;
+  adapter_options.posix_acl = d->manifest->summary().acl_entries > 0;
+  if (adapter_options.posix_acl) {
+    Log(LogLevel::kInfo, "%llu files and directories carry POSIX ACLs: the kernel enforces them",
+        static_cast<unsigned long long>(d->manifest->summary().acl_entries));
+  }
   auto adapter = FuseAdapter::Create(d->fs.get(), adapter_options);
   if (!adapter.ok()) return adapter.status();
   d->adapter = std::move(*adapter);

@@ -12,11 +12,14 @@ namespace {
 
 constexpr char kStateXattr[] = "user.clairfs.state";
 constexpr char kControlXattr[] = "user.clairfs.control";
+// Served from the manifest so that the kernel enforces the backing store's ACLs (FUSE_POSIX_ACL).
+constexpr char kAclXattr[] = "system.posix_acl_access";
 
 // Backing-store errors a reader may act on keep their errno; anything else is EIO for that file.
 Status ReaderError(const Status& st) {
   switch (st.code()) {
     case ENOENT:
+    case ESTALE:  // not the listed file (cache/backing_tree.h)
     case EACCES:
     case EPERM:
     case ENOMEM:
@@ -33,12 +36,24 @@ Status ReaderError(const Status& st) {
 FileSystem::FileSystem(const FileSystemConfig& config, Manifest* manifest, ContentStore* store,
                        Stager* stager, Env* env)
     : config_(config),
+      backing_(config.backing),
       manifest_(manifest),
       store_(store),
       stager_(stager),
       env_(env),
       start_monotonic_ns_(env->NowMonotonicNanos()),
       start_realtime_ns_(env->NowRealtimeNanos()) {
+  if (!backing_ && config_.backing_root.empty()) {
+    backing_error_ = Status::Error(ENOENT, "no backing store configured");
+  } else if (!backing_) {
+    auto tree = BackingTree::Open(config_.backing_root, env_);
+    if (tree.ok()) {
+      backing_ = std::move(*tree);
+    } else {
+      backing_error_ = tree.status();
+      Log(LogLevel::kError, "backing store unavailable: %s", backing_error_.message().c_str());
+    }
+  }
   if (store_ != nullptr) {
     store_->set_removal_listener([this](const std::string& data_path) {
       if (HeldCopies* held = held_copies_.load(std::memory_order_acquire)) {
@@ -121,8 +136,9 @@ Result<std::unique_ptr<DirListing>> FileSystem::OpenDir(uint64_t ino) {
 }
 
 Result<bool> FileSystem::Revalidate(ManifestNode* node) {
+  if (!backing_) return ReaderError(backing_error_);
   struct stat st;
-  Status s = env_->Lstat(config_.backing_root + "/" + node->path, &st);
+  Status s = backing_->Lstat(node->path, &st);
   if (!s.ok()) return ReaderError(s);
   NodeAttr fresh = NodeAttr::FromStat(st, node->attr.ino);
   if (fresh.identity() == node->attr.identity() && fresh.mode == node->attr.mode) return false;
@@ -193,7 +209,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now)
     }
   }
   counters_.misses.Add(1);
-  auto fd = env_->Open(config_.backing_root + "/" + node->path, O_RDONLY | O_NOFOLLOW);
+  auto fd = OpenBacking(node->path, identity);
   if (!fd.ok()) {
     counters_.backing_errors.Add(1);
     return ReaderError(fd.status());
@@ -202,6 +218,11 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now)
     stager_->Enqueue(node->path, identity, StagePriority::kNormal);
   }
   return OpenFrom(*fd, false, ino, identity, std::move(node->path), open_start, std::move(result));
+}
+
+Result<int> FileSystem::OpenBacking(const std::string& path, const FileIdentity& identity) {
+  if (!backing_) return backing_error_;
+  return backing_->OpenListedFile(path, identity);
 }
 
 Result<int> FileSystem::OpenCopy(const std::string& data_path) {
@@ -219,9 +240,8 @@ Result<int> FileSystem::DataFd(OpenFile& file) {
     return Status::Error(EIO, "no daemon fd for a passthrough open");
   }
   auto opened = OpenCopy(file.data_path);
-  if (!opened.ok() && opened.status().code() == ENOENT) {
-    opened = env_->Open(config_.backing_root + "/" + file.path, O_RDONLY | O_NOFOLLOW);
-  }
+  if (!opened.ok() && opened.status().code() == ENOENT)
+    opened = OpenBacking(file.path, file.identity);
   if (!opened.ok()) return opened.status();
   // Concurrent first READs: one fd wins, the others are closed.
   int expected = -1;
@@ -287,6 +307,10 @@ Result<std::string> FileSystem::GetXattr(uint64_t ino, std::string_view name) {
   if (name == kControlXattr && ino == kRootIno && !control_socket_.empty()) {
     return control_socket_;
   }
+  if (name == kAclXattr) {
+    if (node->attr.acl_access.empty()) return Status::Error(ENODATA, "no ACL");
+    return std::move(node->attr.acl_access);
+  }
   if (name == kStateXattr) {
     if (node->attr.is_dir()) return std::string("directory");
     if (!node->attr.is_reg()) return std::string("other");
@@ -298,6 +322,8 @@ Result<std::string> FileSystem::GetXattr(uint64_t ino, std::string_view name) {
 
 Result<std::string> FileSystem::ListXattr(uint64_t ino) {
   std::string names(kStateXattr, sizeof(kStateXattr));  // includes the NUL separator
+  auto node = NodeOf(ino);
+  if (node.ok() && !node->attr.acl_access.empty()) names.append(kAclXattr, sizeof(kAclXattr));
   if (ino == kRootIno && !control_socket_.empty()) {
     names.append(kControlXattr, sizeof(kControlXattr));
   }

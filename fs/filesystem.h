@@ -7,8 +7,10 @@
 // the file for staging when read-through is on; the reader never waits for that copy). With
 // revalidate=open each open also stats the backing file; a change updates the manifest, drops the
 // stale copy, asks the adapter to invalidate the kernel's cached pages and attributes, and the
-// open is answered without keep_cache. Every mutating call answers EROFS; FIFOs, sockets and
-// devices cannot be opened (EPERM).
+// open is answered without keep_cache. Backing files are reached beneath the backing root with no
+// link followed, and a file opened for its bytes must be the listed version: another file under
+// its name is ESTALE for that open, never its bytes (cache/backing_tree.h). Every mutating call
+// answers EROFS; FIFOs, sockets and devices cannot be opened (EPERM).
 //
 // Threading: every method may run concurrently on any FUSE worker thread. OpenFile handles are
 // immutable after Open and freed by Release; Read uses pread on the handle's fd with no lock.
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/backing_tree.h"
 #include "cache/content_store.h"
 #include "cache/env.h"
 #include "cache/manifest.h"
@@ -69,6 +72,9 @@ struct DirListing {
 
 struct FileSystemConfig {
   std::string backing_root;
+  // The tree backing files are opened from (cache/backing_tree.h); when null, opened from
+  // backing_root by the constructor (and every miss fails with that error if it cannot be).
+  std::shared_ptr<const BackingTree> backing;
   Revalidate revalidate = Revalidate::kNever;
   bool read_through = true;
 };
@@ -119,7 +125,8 @@ class FileSystem {
   void Release(std::unique_ptr<OpenFile> file);
   void StatFs(struct statvfs* out);
   // Virtual attributes: "user.clairfs.state" (staged|unstaged|directory|other) on every node and
-  // "user.clairfs.control" (the control socket path) on the root. Others: ENODATA.
+  // "user.clairfs.control" (the control socket path) on the root; "system.posix_acl_access" is
+  // the backing entry's ACL as listed (for the kernel, which enforces it). Others: ENODATA.
   Result<std::string> GetXattr(uint64_t ino, std::string_view name);
   Result<std::string> ListXattr(uint64_t ino);
   void set_control_socket(std::string path) { control_socket_ = std::move(path); }
@@ -127,11 +134,15 @@ class FileSystem {
  private:
   Result<ManifestNode> NodeOf(uint64_t ino);
   Result<int> OpenCopy(const std::string& data_path);
+  // The listed version of backing file `path`, beneath the root (ESTALE if another is there).
+  Result<int> OpenBacking(const std::string& path, const FileIdentity& identity);
   // With revalidate=open: stats the backing file; updates the manifest and drops a stale copy
   // if it changed. Returns whether it changed.
   Result<bool> Revalidate(ManifestNode* node);
 
   FileSystemConfig config_;
+  std::shared_ptr<const BackingTree> backing_;  // null if it could not be opened
+  Status backing_error_;                        // why not
   Manifest* manifest_;
   ContentStore* store_;
   Stager* stager_;

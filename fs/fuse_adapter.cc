@@ -56,6 +56,12 @@ void OnInit(void* userdata, struct fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
   // Datasets do not change during a job; invalidation is explicit when clairfs sees a change.
   conn->want &= ~(FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_WRITEBACK_CACHE);
+  // A dataset with ACLs: the kernel checks them (with default_permissions), asking for each
+  // inode's "system.posix_acl_access" once; without ACLs nothing is asked.
+  if (adapter->options().posix_acl && (conn->capable & FUSE_CAP_POSIX_ACL)) {
+    conn->want |= FUSE_CAP_POSIX_ACL;
+    adapter->set_posix_acl_granted();
+  }
   conn->max_readahead = 1 << 20;
   conn->max_background = 64;
   conn->congestion_threshold = 48;
@@ -416,24 +422,25 @@ Status FuseAdapter::SetUpHooks() {
   } else {
     uring_ = std::make_unique<FuseUringTransport>(options_.fuse_uring, tr_state);
   }
-  if (passthrough_ == nullptr && uring_ == nullptr) return Status::Ok();
-
-  static const struct fuse_custom_io io = {IoWritev, IoRead, nullptr, nullptr};
-  if (fuse_session_custom_io(session_, &io, fuse_fd) != 0) {
-    passthrough_.reset();
-    uring_.reset();
-    pt_state->Set(false, "libfuse refused the custom io hooks");
-    tr_state->Set(false, "libfuse refused the custom io hooks", 0, 0);
-    if (pt_required) return Status::Error(EIO, "--passthrough on: " + pt_state->reason());
-    if (options_.fuse_uring == FuseUringMode::kOn) {
-      return Status::Error(EIO, "--fuse-uring on: " + tr_state->reason());
+  if (passthrough_ != nullptr || uring_ != nullptr) {
+    static const struct fuse_custom_io io = {IoWritev, IoRead, nullptr, nullptr};
+    if (fuse_session_custom_io(session_, &io, fuse_fd) != 0) {
+      passthrough_.reset();
+      uring_.reset();
+      pt_state->Set(false, "libfuse refused the custom io hooks");
+      tr_state->Set(false, "libfuse refused the custom io hooks", 0, 0);
+      if (pt_required) return Status::Error(EIO, "--passthrough on: " + pt_state->reason());
+      if (options_.fuse_uring == FuseUringMode::kOn) {
+        return Status::Error(EIO, "--fuse-uring on: " + tr_state->reason());
+      }
+    } else {
+      custom_io_ = true;
     }
-    return Status::Ok();
   }
-  custom_io_ = true;
+  if (!custom_io_ && !options_.posix_acl) return Status::Ok();
   // Serve INIT (the kernel's first request) here: the hooks negotiate passthrough and the ring
-  // and probe passthrough, so the mount can fail (on) or report the reason (auto) before it
-  // reports ready.
+  // and probe passthrough, and a dataset with ACLs needs the kernel to enforce them, so the mount
+  // can fail (on, ACLs) or report the reason (auto) before it reports ready.
   struct fuse_buf buf;
   std::memset(&buf, 0, sizeof(buf));
   int rc = fuse_session_receive_buf(session_, &buf);
@@ -443,6 +450,12 @@ Status FuseAdapter::SetUpHooks() {
   }
   fuse_session_process_buf(session_, &buf);
   free(buf.mem);
+  if (options_.posix_acl && !posix_acl_granted_) {
+    return Status::Error(ENOTSUP,
+                         "the dataset has files or directories with POSIX ACLs and this kernel "
+                         "cannot enforce ACLs for FUSE (FUSE_POSIX_ACL); refusing to serve them "
+                         "by their mode bits alone");
+  }
   if (passthrough_ != nullptr) {
     if (pt_required && !passthrough_->active()) {
       return Status::Error(EPERM, "--passthrough on: " + pt_state->reason());

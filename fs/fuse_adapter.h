@@ -46,6 +46,9 @@ struct FuseAdapterOptions {
   FuseUringMode fuse_uring = FuseUringMode::kOff;
   int uring_threads_per_queue = 2;
   FuseTransportState* transport_state = nullptr;  // reported by status; may be null
+  // The dataset has entries with POSIX access ACLs: ask the kernel to enforce them
+  // (FUSE_CAP_POSIX_ACL; the ACLs are served from the manifest); Mount fails if it cannot.
+  bool posix_acl = false;
 };
 
 class FuseAdapter final : public KernelNotifier {
@@ -75,6 +78,8 @@ class FuseAdapter final : public KernelNotifier {
   FuseUringTransport* uring() const { return uring_.get(); }
   // Whether requests are read through the custom io hooks (then libfuse cannot splice).
   bool custom_io() const { return custom_io_; }
+  // Called from INIT when the kernel took FUSE_CAP_POSIX_ACL.
+  void set_posix_acl_granted() { posix_acl_granted_ = true; }
 
  private:
   FuseAdapter(FileSystem* fs, const FuseAdapterOptions& options) : fs_(fs), options_(options) {}
@@ -92,6 +97,7 @@ class FuseAdapter final : public KernelNotifier {
   FuseTransportState own_transport_state_;  // used when options_.transport_state is null
   std::unique_ptr<FuseUringTransport> uring_;
   bool custom_io_ = false;
+  bool posix_acl_granted_ = false;  // set by INIT, read after it
 };
 
 }  // namespace clairfs

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/backing_tree.h"
 #include "cache/cache_dir.h"
 #include "cache/content_store.h"
 #include "cache/env.h"
@@ -79,15 +80,18 @@ class FdCloser {
 };
 
 // Compares the staged copy with the backing file; `detail` says why they are not equal.
-Verdict Compare(const std::string& copy_path, const std::string& backing_path, uint64_t* compared,
-                std::string* detail) {
+// The backing file is opened beneath the root with no link followed (cache/backing_tree.h): fsck
+// runs as root over a tree other users may write.
+Verdict Compare(const std::string& copy_path, const BackingTree& tree, const std::string& rel,
+                uint64_t* compared, std::string* detail) {
   Env* env = Env::Default();
-  auto backing = env->Open(backing_path, O_RDONLY | O_NOFOLLOW);
+  auto backing = env->OpenBeneath(tree.root_fd(), rel, BackingTree::kFileOpenFlags);
   if (!backing.ok()) {
     *detail = backing.status().message();
-    if (backing.status().code() == ENOENT) return Verdict::kMissing;
-    if (backing.status().code() == ELOOP) {
-      *detail = "the backing path is now a symbolic link";
+    const int code = backing.status().code();
+    if (code == ENOENT) return Verdict::kMissing;
+    if (code == ELOOP || code == ENOTDIR || code == EXDEV) {
+      *detail = "a symbolic link is now on the backing path";
       return Verdict::kDiffer;
     }
     return Verdict::kUnreadable;
@@ -102,6 +106,11 @@ Verdict Compare(const std::string& copy_path, const std::string& backing_path, u
   if (!S_ISREG(bst.st_mode)) {
     *detail = "the backing path is no longer a regular file";
     return Verdict::kDiffer;
+  }
+  st = BackingTree::ClearNonBlocking(*backing);
+  if (!st.ok()) {
+    *detail = st.message();
+    return Verdict::kUnreadable;
   }
   auto copy = env->Open(copy_path, O_RDONLY);
   if (!copy.ok()) {
@@ -181,6 +190,8 @@ class Progress {
 
 Status Verify(ContentStore* store, const std::string& backing_root, bool progress,
               VerifyReport* report) {
+  auto tree = BackingTree::Open(backing_root, Env::Default());
+  if (!tree.ok()) return tree.status();
   std::vector<std::string> paths = store->Paths();
   std::sort(paths.begin(), paths.end());
   Progress bar(progress);
@@ -189,8 +200,7 @@ Status Verify(ContentStore* store, const std::string& backing_root, bool progres
     if (!copy) continue;
     ++report->checked;
     std::string detail;
-    Verdict v =
-        Compare(copy->data_path, backing_root + "/" + path, &report->bytes_compared, &detail);
+    Verdict v = Compare(copy->data_path, **tree, path, &report->bytes_compared, &detail);
     switch (v) {
       case Verdict::kEqual:
         ++report->equal;
