@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -44,6 +46,7 @@
 #include "fs/plan_runtime.h"
 #include "fs/sched_policy.h"
 #include "fs/status_report.h"
+#include "fs/stop_signals.h"
 #include "planner/log.h"
 #include "planner/units.h"
 
@@ -159,8 +162,41 @@ struct Daemon {
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<FuseAdapter> adapter;
   std::unique_ptr<MetricsWriter> metrics;
+  std::unique_ptr<StopSignalWatch> stop_signals;  // installed once the mount serves
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
+
+// How long the daemon may take to stop once asked (a signal, or the kernel's unmount): enough for
+// requests in flight, the stager's abort and the index flush, and no more. Past it, a backing
+// store that hangs (an open that never returns) holds a thread that nobody can join, and readers
+// of files still open would wait on it: the daemon exits at once instead. That is safe at any
+// instant (the cache is consistent after a kill), and the exit closes the FUSE connection, so
+// those readers get ENOTCONN rather than a hang.
+constexpr int kStopGraceSeconds = 3;
+
+// The adapter the stop deadline may abort; null once StopDaemon is about to destroy it.
+std::mutex g_abort_mu;
+FuseAdapter* g_abort_adapter = nullptr;  // guarded by g_abort_mu
+
+void ArmStopDeadline(const std::string& mountpoint) {
+  static std::atomic<bool> armed{false};
+  if (armed.exchange(true)) return;
+  std::thread([mountpoint] {
+    std::this_thread::sleep_for(std::chrono::seconds(kStopGraceSeconds));
+    Log(LogLevel::kWarn,
+        "still stopping after %d s (a call to the backing store or the cache device hangs): "
+        "ending the FUSE connection and exiting now; %s is detached and its cache stays "
+        "consistent",
+        kStopGraceSeconds, mountpoint.c_str());
+    // A thread stuck in a backing-store call cannot be joined, and it may hold the process past
+    // _exit: end the connection first, so that no reader waits on it.
+    {
+      std::lock_guard<std::mutex> lock(g_abort_mu);
+      if (g_abort_adapter != nullptr) g_abort_adapter->AbortConnection();
+    }
+    _exit(0);
+  }).detach();
+}
 
 // What `status` (and the metrics file) report about this mount.
 StatusSources StatusSourcesOf(Daemon* d) {
@@ -383,6 +419,10 @@ void StopDaemon(Daemon* d) {
   if (d->stager) d->stager->Shutdown();
   if (d->adapter) {
     d->adapter->Unmount();
+    {
+      std::lock_guard<std::mutex> lock(g_abort_mu);
+      g_abort_adapter = nullptr;
+    }
     d->adapter.reset();
   }
   d->list_ahead.reset();
@@ -599,9 +639,26 @@ int RunMountDaemon(MountOptions options) {
   } else {
     NotifySystemdReady();
   }
+  // Asked to stop: new requests must not queue behind requests that wait on a hung backing store,
+  // so the mount is detached at once, and the rest of the stop is bounded (kStopGraceSeconds).
+  daemon.stop_signals = std::make_unique<StopSignalWatch>();
+  FuseAdapter* adapter = daemon.adapter.get();
+  {
+    std::lock_guard<std::mutex> lock(g_abort_mu);
+    g_abort_adapter = adapter;
+  }
+  const std::string mountpoint = daemon.paths.mountpoint;
+  Status watch = daemon.stop_signals->Install([adapter, mountpoint](int sig) {
+    Log(LogLevel::kInfo, "stopping (%s): detaching %s now", strsignal(sig), mountpoint.c_str());
+    adapter->Detach();
+    ArmStopDeadline(mountpoint);
+  });
+  if (!watch.ok()) Log(LogLevel::kWarn, "stop signals: %s", watch.message().c_str());
   ReportToParent(ready_fd, "OK");
   Status loop = daemon.adapter->Loop();
   Log(LogLevel::kInfo, "unmounting %s", daemon.paths.mountpoint.c_str());
+  ArmStopDeadline(mountpoint);
+  daemon.stop_signals.reset();
   StopDaemon(&daemon);
   if (!loop.ok()) {
     Log(LogLevel::kError, "%s", loop.message().c_str());

@@ -1,9 +1,14 @@
 // FuseAdapter: libfuse3 low-level callbacks that call the FileSystem core (see fuse_adapter.h).
 #include "fs/fuse_adapter.h"
 
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -13,10 +18,28 @@
 #include <cstring>
 #include <vector>
 
+#include "fs/mount_table.h"
 #include "planner/log.h"
 
 namespace clairfs {
 namespace {
+
+// The device number of the mount on `mountpoint` per /proc/self/mountinfo (0 if not found): the
+// minor number names the connection's fusectl entry.
+dev_t MountDevice(const std::string& mountpoint) {
+  FILE* f = fopen("/proc/self/mountinfo", "re");
+  if (f == nullptr) return 0;
+  dev_t found = 0;
+  char line[8192];
+  while (fgets(line, sizeof(line), f) != nullptr) {
+    unsigned major_no = 0, minor_no = 0;
+    char point[4096];
+    if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &major_no, &minor_no, point) != 3) continue;
+    if (UnescapeMountinfo(point) == mountpoint) found = makedev(major_no, minor_no);
+  }
+  fclose(f);
+  return found;
+}
 
 FuseAdapter* AdapterOf(fuse_req_t req) { return static_cast<FuseAdapter*>(fuse_req_userdata(req)); }
 FileSystem* FsOf(fuse_req_t req) { return AdapterOf(req)->fs(); }
@@ -395,7 +418,10 @@ Status FuseAdapter::Mount(const std::string& mountpoint) {
     return Status::Error(EIO, "cannot mount on " + mountpoint +
                                   " (see the fuse message above; is /dev/fuse available?)");
   }
+  mountpoint_ = mountpoint;
   mounted_ = true;
+  // Not stat(): until INIT is answered, any request to the new mount would wait for this thread.
+  connection_dev_ = MountDevice(mountpoint);
   return SetUpHooks();
 }
 
@@ -511,9 +537,68 @@ void FuseAdapter::Exit() {
 }
 
 void FuseAdapter::Unmount() {
-  if (mounted_ && session_ != nullptr) {
+  if (mounted_.exchange(false) && session_ != nullptr && !detached_.load()) {
     fuse_session_unmount(session_);
-    mounted_ = false;
+  }
+}
+
+namespace {
+
+// Writes "1" to DIR/<minor>/abort; false if there is no such file.
+bool WriteAbort(const std::string& dir, dev_t dev) {
+  const std::string path = dir + "/" + std::to_string(minor(dev)) + "/abort";
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, "1", 1) == 1;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+void FuseAdapter::AbortConnection() {
+  if (connection_dev_ != 0) {
+    if (WriteAbort("/sys/fs/fuse/connections", connection_dev_)) return;
+    if (geteuid() == 0) {
+      char dir[] = "/run/clairfs-fusectl-XXXXXX";
+      if (mkdtemp(dir) != nullptr) {
+        bool aborted = false;
+        if (mount("fusectl", dir, "fusectl", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) {
+          aborted = WriteAbort(dir, connection_dev_);
+          umount2(dir, MNT_DETACH);
+        }
+        rmdir(dir);
+        if (aborted) return;
+      }
+    }
+  }
+  // No fusectl: closing the device ends the connection once no thread is blocked reading it
+  // (libfuse cancels its idle workers when the loop ends).
+  if (session_ != nullptr) close(fuse_session_fd(session_));
+}
+
+void FuseAdapter::Detach() {
+  if (!mounted_.load() || detached_.exchange(true)) return;
+  if (geteuid() == 0) {
+    if (umount2(mountpoint_.c_str(), MNT_DETACH) != 0) {
+      Log(LogLevel::kWarn, "detaching %s: %s", mountpoint_.c_str(), strerror(errno));
+    }
+    return;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+    }
+    execlp("fusermount3", "fusermount3", "-uz", mountpoint_.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    Log(LogLevel::kWarn, "detaching %s: fusermount3 -uz failed", mountpoint_.c_str());
   }
 }
 

@@ -16,6 +16,7 @@
 // when the replying thread serves one, else to /dev/fuse.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -66,6 +67,14 @@ class FuseAdapter final : public KernelNotifier {
   Status Loop();
   void Exit();
   void Unmount();
+  // Detaches the mount now, lazily (MNT_DETACH): new lookups no longer reach it, files open in it
+  // stay served until closed. Any thread; once. Unmount() after it only closes the session.
+  void Detach();
+  // Ends the FUSE connection now, for a daemon about to exit with requests still unanswered:
+  // every request waiting on this daemon fails at once (ECONNABORTED) and no more are sent. Uses
+  // the connection's "abort" file of fusectl (/sys/fs/fuse/connections, mounted privately for the
+  // call when the system has not, as root), else closes the device. Any thread.
+  void AbortConnection();
 
   void InvalidateInode(uint64_t ino) override;
 
@@ -90,7 +99,10 @@ class FuseAdapter final : public KernelNotifier {
   FileSystem* fs_;
   FuseAdapterOptions options_;
   struct fuse_session* session_ = nullptr;
-  bool mounted_ = false;
+  std::atomic<bool> mounted_{false};
+  std::atomic<bool> detached_{false};
+  std::string mountpoint_;    // set by Mount
+  dev_t connection_dev_ = 0;  // the mount's st_dev, whose minor names its fusectl entry
   bool signals_installed_ = false;
   PassthroughState own_passthrough_state_;  // used when options_.passthrough_state is null
   std::unique_ptr<KernelPassthrough> passthrough_;
