@@ -28,6 +28,11 @@ struct MountCounters {
   PaddedCounter bytes_from_backing;
   PaddedCounter backing_errors;  // backing-store errors returned to readers (as EIO etc.)
   PaddedCounter stale_detected;  // files found changed at open (--revalidate open)
+  // Staged copies this mount's listing found changed or gone in the backing store (dropped).
+  PaddedCounter stale_at_mount;
+  // Opens refused because the backing file is not the listed version any more (ESTALE): changed
+  // or replaced while mounted (cache/backing_tree.h).
+  PaddedCounter not_as_listed;
   PaddedCounter lookups;
   PaddedCounter read_requests;      // READ requests received by the adapter
   PaddedCounter passthrough_opens;  // opens the kernel reads directly from a staged copy

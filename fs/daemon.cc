@@ -275,7 +275,9 @@ Status StartDaemon(Daemon* d) {
       FormatBytes(r.bytes).c_str(), static_cast<unsigned long long>(r.temp_removed),
       static_cast<unsigned long long>(r.entries_dropped),
       static_cast<unsigned long long>(r.orphans_removed));
-  // A staged copy is valid only for the backing file it was copied from.
+  // A staged copy is valid only for the backing file it was copied from. (With --manifest reuse
+  // nothing was listed: the stored listing is taken as the truth, and nothing is found changed.)
+  uint64_t stale_at_mount = 0;
   Manifest* manifest = d->manifest.get();
   auto dropped = d->store->DropStale([manifest](const std::string& path) {
     std::optional<FileIdentity> id;
@@ -284,8 +286,10 @@ Status StartDaemon(Daemon* d) {
     return id;
   });
   if (!dropped.ok()) return dropped.status();
+  stale_at_mount = *dropped;
   if (*dropped > 0) {
-    Log(LogLevel::kInfo, "dropped %llu staged copies whose backing file changed or is gone",
+    Log(LogLevel::kInfo,
+        "dropped %llu staged copies whose backing file changed or is gone since they were staged",
         static_cast<unsigned long long>(*dropped));
   }
   StagerOptions stager_options;
@@ -299,6 +303,7 @@ Status StartDaemon(Daemon* d) {
                              d->options.read_through};
   d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
                                        d->stager.get(), env);
+  d->fs->counters().stale_at_mount.Add(stale_at_mount);
   d->held_warmup = std::make_unique<HeldCopyWarmup>(d->manifest.get(), d->store.get(), env);
   // Copies staged from here on are held for their first open too, once the warm-up has started.
   d->store->set_publish_listener(

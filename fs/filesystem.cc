@@ -106,6 +106,15 @@ Result<NodeAttr> FileSystem::Lookup(uint64_t parent, std::string_view name) {
 Result<NodeAttr> FileSystem::GetAttr(uint64_t ino) {
   auto node = NodeOf(ino);
   if (!node.ok()) return node.status();
+  // With revalidate=open a file's attributes are the backing store's now: the kernel asks again
+  // when its check of cached ones denies an access, so a mode that now grants applies at once.
+  if (config_.revalidate == Revalidate::kOpen && node->attr.is_reg()) {
+    auto changed = Revalidate(&*node, /*in_getattr=*/true);
+    if (!changed.ok()) {
+      counters_.backing_errors.Add(1);
+      return changed.status();
+    }
+  }
   return std::move(node->attr);
 }
 
@@ -135,7 +144,7 @@ Result<std::unique_ptr<DirListing>> FileSystem::OpenDir(uint64_t ino) {
   return listing;
 }
 
-Result<bool> FileSystem::Revalidate(ManifestNode* node) {
+Result<bool> FileSystem::Revalidate(ManifestNode* node, bool in_getattr) {
   if (!backing_) return ReaderError(backing_error_);
   struct stat st;
   Status s = backing_->Lstat(node->path, &st);
@@ -151,8 +160,22 @@ Result<bool> FileSystem::Revalidate(ManifestNode* node) {
   Status up = manifest_->Update(*node);
   if (!up.ok()) Log(LogLevel::kWarn, "manifest update failed: %s", up.message().c_str());
   if (store_->Contains(node->path)) (void)store_->Evict(node->path, /*force=*/true);
+  if (in_getattr) {
+    // The reply carries the fresh attributes; an invalidation sent now would make the kernel
+    // discard them (it bumps the attribute version). The pages go at the next open instead.
+    std::lock_guard<std::mutex> lock(pages_mu_);
+    if (pages_to_drop_.size() < kMaxPagesToDrop) {
+      pages_to_drop_.insert(node->attr.ino);
+      return true;
+    }
+  }
   if (notifier_ != nullptr) notifier_->InvalidateInode(node->attr.ino);
   return true;
+}
+
+bool FileSystem::TakePagesToDrop(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  return pages_to_drop_.erase(ino) > 0;
 }
 
 Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now) {
@@ -168,12 +191,12 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now)
 
   OpenResult result;
   if (config_.revalidate == Revalidate::kOpen) {
-    auto changed = Revalidate(&*node);
+    auto changed = Revalidate(&*node, /*in_getattr=*/false);
     if (!changed.ok()) {
       counters_.backing_errors.Add(1);
       return changed.status();
     }
-    if (*changed) result.keep_cache = false;
+    if (*changed || TakePagesToDrop(ino)) result.keep_cache = false;
   }
 
   const FileIdentity identity = node->attr.identity();
@@ -212,6 +235,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now)
   auto fd = OpenBacking(node->path, identity);
   if (!fd.ok()) {
     counters_.backing_errors.Add(1);
+    if (fd.status().code() == ESTALE) counters_.not_as_listed.Add(1);
     return ReaderError(fd.status());
   }
   if (config_.read_through && stager_ != nullptr && !planned) {

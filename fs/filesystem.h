@@ -21,7 +21,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/backing_tree.h"
@@ -138,7 +140,11 @@ class FileSystem {
   Result<int> OpenBacking(const std::string& path, const FileIdentity& identity);
   // With revalidate=open: stats the backing file; updates the manifest and drops a stale copy
   // if it changed. Returns whether it changed.
-  Result<bool> Revalidate(ManifestNode* node);
+  // `in_getattr`: the caller answers a GETATTR with the fresh attributes, so the kernel's pages
+  // are dropped at the file's next open (pages_to_drop_) rather than by an invalidation now.
+  Result<bool> Revalidate(ManifestNode* node, bool in_getattr);
+  // Whether a GETATTR found `ino` changed since its last open (and forgets it).
+  bool TakePagesToDrop(uint64_t ino);
 
   FileSystemConfig config_;
   std::shared_ptr<const BackingTree> backing_;  // null if it could not be opened
@@ -159,6 +165,9 @@ class FileSystem {
   uint64_t start_monotonic_ns_;
   uint64_t start_realtime_ns_;
   std::string control_socket_;
+  static constexpr size_t kMaxPagesToDrop = 65536;  // beyond it, invalidate at once
+  std::mutex pages_mu_;                             // guards pages_to_drop_
+  std::unordered_set<uint64_t> pages_to_drop_;
 };
 
 }  // namespace clairfs

@@ -23,6 +23,7 @@ const std::set<std::string>& CounterNames() {
                                               "bytes_from_backing",
                                               "backing_errors",
                                               "stale_detected",
+                                              "not_as_listed",
                                               "lookups",
                                               "evictions",
                                               "evicted_bytes",

@@ -82,6 +82,8 @@ nlohmann::json BuildStatus(const StatusSources& s) {
   j["bytes_from_backing"] = c.bytes_from_backing.Get();
   j["backing_errors"] = c.backing_errors.Get();
   j["stale_detected"] = c.stale_detected.Get();
+  j["stale_at_mount"] = c.stale_at_mount.Get();
+  j["not_as_listed"] = c.not_as_listed.Get();
   j["evictions"] = store.evictions;
   j["evicted_bytes"] = store.evicted_bytes;
   j["staging"] = {

@@ -289,11 +289,38 @@ TEST_F(MountTest, ChangedBackingFileIsNeverServedStale) {
     ASSERT_TRUE(m.WaitStagingIdle());
     ASSERT_EQ(m.Umount().exit_code, 0);
   }
-  // Changed again while unmounted: the remount's listing invalidates the staged copy.
+  // Changed again while unmounted: the remount's listing invalidates the staged copy, and says
+  // so in its count.
   WriteFile(backing_ + "/a.bin", std::string(100000, 'Z'));
   ClairfsMount m(backing_, mnt_, cache_);
   ASSERT_EQ(m.Mount().exit_code, 0);
+  EXPECT_EQ(m.Status().value("stale_at_mount", -1), 1);
   EXPECT_EQ(ReadAll(mnt_ + "/a.bin"), std::string(100000, 'Z'));
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// --revalidate never, what the README promises: the dataset is the one listed at mount. A
+// staged file keeps its listed version; an unstaged file that changed is refused (ESTALE, counted)
+// rather than served as another version than the one listed.
+TEST_F(MountTest, WithoutRevalidationAChangedFileIsServedAsListedOrRefused) {
+  WriteFile(backing_ + "/staged.bin", std::string(30000, 's'));
+  WriteFile(backing_ + "/unstaged.bin", std::string(30000, 'u'));
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"--no-read-through", "--passthrough", "off"}).exit_code, 0);
+  CommandResult staged = testing::Run({ClairfsBin(), "stage", mnt_, "staged.bin", "--wait"});
+  ASSERT_EQ(staged.exit_code, 0) << staged.err;
+  WriteFile(backing_ + "/staged.bin", std::string(40000, 'S'));
+  WriteFile(backing_ + "/unstaged.bin", std::string(40000, 'U'));
+  EXPECT_EQ(ReadAll(mnt_ + "/staged.bin"), std::string(30000, 's'));
+  int fd = open((mnt_ + "/unstaged.bin").c_str(), O_RDONLY);
+  EXPECT_LT(fd, 0);
+  EXPECT_EQ(errno, ESTALE);
+  if (fd >= 0) close(fd);
+  auto status = m.Status();
+  // The kernel retries an open that failed with ESTALE once (LOOKUP_REVAL): one or two refusals.
+  EXPECT_GE(status.value("not_as_listed", -1), 1);
+  EXPECT_LE(status.value("not_as_listed", -1), 2);
+  EXPECT_EQ(status.value("stale_detected", -1), 0);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 

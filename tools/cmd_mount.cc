@@ -53,8 +53,11 @@ void RegisterMount(CLI::App& app) {
                          "Stage only on request (clairfs stage)");
   cmd->add_option_function<std::string>(
          "--revalidate", item("revalidate"),
-         "never (default: datasets do not change during a job) or open (stat the backing file "
-         "at every open; a changed file is never served stale)")
+         "never (default: datasets do not change during a job; the dataset is the one listed at "
+         "mount: a staged file serves its listed version, an unstaged file that changed is "
+         "refused with ESTALE, the next mount drops copies of changed files) or open (stat the "
+         "backing file at every open: one PFS metadata call per open; a changed file is served "
+         "in its new version, with its new mode and owner, never stale)")
       ->type_name("never|open");
   cmd->add_option_function<std::string>(
          "--manifest", item("manifest"),

@@ -58,6 +58,12 @@ void PrintHuman(const nlohmann::json& j) {
   }
   printf("bytes read  %s from cache, %s from the backing store\n",
          FormatBytes(u("bytes_from_cache")).c_str(), FormatBytes(u("bytes_from_backing")).c_str());
+  printf(
+      "changes     --revalidate %s: %llu opens found the file changed, %llu refused it as not the "
+      "listed version; %llu staged copies dropped at mount (changed or gone since staged)\n",
+      j.value("revalidate", "never").c_str(), static_cast<unsigned long long>(u("stale_detected")),
+      static_cast<unsigned long long>(u("not_as_listed")),
+      static_cast<unsigned long long>(u("stale_at_mount")));
   const auto& s = j["staging"];
   printf(
       "staging     %llu queued, %llu in flight; %llu files (%s) staged, %llu failed, "
