@@ -32,6 +32,7 @@
 #include "cache/stager.h"
 #include "fs/admin_handlers.h"
 #include "fs/control_server.h"
+#include "fs/control_socket_dir.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
 #include "fs/heat_handlers.h"
@@ -135,6 +136,8 @@ void ReportToParent(int fd, const std::string& line) {
 
 // Everything the running daemon owns, in construction order (destroyed in reverse).
 struct Daemon {
+  // Released last, when the daemon is done: `clairfs umount` waits for that (control_socket_dir.h).
+  std::unique_ptr<DaemonLock> liveness;
   MountOptions options;
   Preflight paths;
   std::unique_ptr<CacheDir> cache_dir;
@@ -295,8 +298,19 @@ Status StartDaemon(Daemon* d) {
   }
   d->request_sched = CurrentSchedPolicyName();
 
-  d->control = std::make_unique<ControlServer>(ControlSocketPathFor(d->paths.mountpoint, getuid()),
-                                               getuid());
+  auto control_dir = ChooseControlDir(getuid());
+  const std::string control_stem =
+      control_dir.ok() ? *control_dir + "/" + ControlFileStem(d->paths.mountpoint) : "";
+  if (control_dir.ok()) {
+    auto liveness = DaemonLock::Acquire(control_stem + ".lock");
+    if (liveness.ok()) {
+      d->liveness = std::move(*liveness);
+    } else {
+      Log(LogLevel::kWarn, "%s: clairfs umount will not see this daemon exit",
+          liveness.status().message().c_str());
+    }
+  }
+  d->control = std::make_unique<ControlServer>(control_stem + ".sock", getuid());
   const StatusSources status_sources = StatusSourcesOf(d);
   PlanRuntime* plan_runtime = d->plan.get();
   RegisterStatusHandlers(d->control.get(), status_sources);
@@ -313,7 +327,7 @@ Status StartDaemon(Daemon* d) {
                                        heat_policy->SetHeat(heat_store->snapshot());
                                      }
                                    }});
-  Status control = d->control->Start();
+  Status control = control_dir.ok() ? d->control->Start() : control_dir.status();
   if (!control.ok()) {
     Log(LogLevel::kWarn,
         "control socket unavailable (%s): status and admin commands will not "
