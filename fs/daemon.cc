@@ -318,6 +318,8 @@ Status StartDaemon(Daemon* d) {
   AdminSources admin{d->paths.mountpoint, d->manifest.get(),
                      d->store.get(),      d->stager.get(),
                      d->heat.get(),       [plan_runtime] { return plan_runtime->Active(); }};
+  admin.owner_uid = getuid();
+  admin.allow_other = d->options.allow_other;
   RegisterAdminHandlers(d->control.get(), std::move(admin));
   HeatStore* heat_store = d->heat.get();
   HeatPolicy* heat_policy = d->heat_policy;
