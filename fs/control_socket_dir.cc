@@ -1,6 +1,7 @@
 // Choosing and checking the control socket's directory (see control_socket_dir.h).
 #include "fs/control_socket_dir.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -102,6 +103,21 @@ Status CheckControlDir(const std::string& dir, uid_t uid) {
                                     Octal(st.st_mode) + ", owner " + Uid(st.st_uid) + ")");
   }
   return CheckAncestors(dir, uid);
+}
+
+std::vector<std::string> FallbackControlDirs(uid_t uid) {
+  std::vector<std::string> out;
+  const std::string prefix = "clairfs-" + std::to_string(uid) + "-";
+  DIR* tmp = opendir("/tmp");
+  if (tmp == nullptr) return out;
+  while (struct dirent* e = readdir(tmp)) {
+    const std::string name = e->d_name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string dir = "/tmp/" + name;
+    if (CheckControlDir(dir, uid).ok()) out.push_back(dir);
+  }
+  closedir(tmp);
+  return out;
 }
 
 Result<std::string> ChooseControlDir(uid_t uid) {

@@ -15,8 +15,9 @@
 // (no /run/user/U) is skipped quietly. When no candidate is usable, a fresh directory made by
 // mkdtemp under /tmp is used (nobody can have prepared it), so a pre-created path never stops a
 // mount. The daemon publishes the socket's path in the mount root's "user.clairfs.control"
-// attribute; the CLI tries that path, then the same candidates (for the mount's owner), applying
-// the same checks.
+// attribute; the CLI tries that path, then the same candidates (for the mount's owner), then the
+// fallback directories /tmp/clairfs-U-* (root cannot read the attribute of a mount without
+// allow_other), applying the same checks to each.
 //
 // Each mount has two files in the directory, named by ControlFileStem(mountpoint):
 //   <stem>.sock  the control socket (0666: anyone may connect; each request is authorised by the
@@ -46,6 +47,9 @@ std::vector<std::string> ControlDirCandidates(uid_t uid, const char* xdg_runtime
 // OK if `dir` may hold the control files of a daemon of `uid` (see above); else an error naming
 // the directory, what is wrong and its owner. Never creates anything.
 Status CheckControlDir(const std::string& dir, uid_t uid);
+
+// The fallback directories of `uid` that exist now: /tmp/clairfs-<uid>-* passing CheckControlDir.
+std::vector<std::string> FallbackControlDirs(uid_t uid);
 
 // The daemon's choice: the first usable candidate (created if missing), else a fresh mkdtemp
 // directory. Logs a warning for each candidate skipped. Fails only if even mkdtemp fails.

@@ -2,8 +2,9 @@
 //
 // The wait needs no control connection (other users may hold every connection they are allowed,
 // or the daemon may be too busy to answer): before unmounting, the command opens the daemon's
-// liveness lock (fs/control_socket_dir.h), found in the mount owner's control directories (or the
-// directory the mount root's "user.clairfs.control" names), and afterwards waits until the daemon
+// liveness lock (fs/control_socket_dir.h), found in the mount owner's control directories and
+// fallback directories (or the directory the mount root's "user.clairfs.control" names), and
+// afterwards waits until the daemon
 // no longer holds it, which happens only when the process exits. Without a lock (a daemon of an
 // older version) it falls back to the pid from `status`.
 #include <signal.h>
@@ -93,7 +94,9 @@ HeldDaemonLock FindDaemonLock(const std::string& mountpoint) {
   auto owner = ClairfsMountOwner(mountpoint);
   if (!owner.ok()) return {};
   const char* xdg = getuid() == *owner ? getenv("XDG_RUNTIME_DIR") : nullptr;
-  for (const std::string& dir : ControlDirCandidates(*owner, xdg)) {
+  std::vector<std::string> dirs = ControlDirCandidates(*owner, xdg);
+  for (const std::string& dir : FallbackControlDirs(*owner)) dirs.push_back(dir);
+  for (const std::string& dir : dirs) {
     HeldDaemonLock lock = OpenHeldDaemonLock(dir, mountpoint, *owner);
     if (lock.fd >= 0) return lock;
   }

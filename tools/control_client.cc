@@ -91,6 +91,11 @@ Result<ControlClient> ControlClient::Connect(const std::string& mountpoint, int 
   for (const std::string& dir : ControlDirCandidates(*owner, xdg)) {
     candidates.push_back(dir + "/" + stem + ".sock");
   }
+  for (const std::string& dir : FallbackControlDirs(*owner)) {
+    if (access((dir + "/" + stem + ".sock").c_str(), F_OK) == 0) {
+      candidates.push_back(dir + "/" + stem + ".sock");
+    }
+  }
   const std::string shown = SanitizeText(*canonical);
   Status last = Status::Error(ENOENT, shown + ": its daemon's control socket was not found");
   bool have_reason = false;  // `last` says why a socket that exists was not used
@@ -147,7 +152,21 @@ Result<nlohmann::json> ControlClient::Call(const nlohmann::json& request) {
     ssize_t n = send(fd_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "send to the daemon of " + shown);
+      const Status failed = Status::FromErrno(errno, "send to the daemon of " + shown);
+      // A daemon that refused the connection said why before closing it: show that instead.
+      char buf[4096];
+      ssize_t got = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+      if (got > 0) buffered_.append(buf, static_cast<size_t>(got));
+      const size_t end = buffered_.find('\n');
+      if (end == std::string::npos) return failed;
+      nlohmann::json refusal = nlohmann::json::parse(buffered_.substr(0, end), nullptr, false);
+      buffered_.clear();
+      if (!refusal.is_object() || !refusal.value("error", nlohmann::json()).is_string()) {
+        return failed;
+      }
+      const nlohmann::json code = refusal.value("errno", nlohmann::json(EIO));
+      return Status::Error(code.is_number_integer() && code.get<int>() > 0 ? code.get<int>() : EIO,
+                           SanitizeText(refusal["error"].get<std::string>()));
     }
     sent += static_cast<size_t>(n);
   }
