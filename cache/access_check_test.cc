@@ -94,34 +94,24 @@ TEST(AccessCheckTest, RootReadsAndWritesAllButExecutesOnlyWithAnXBit) {
 }
 
 TEST(AccessCheckTest, NamedUserEntryIsMasked) {
-  const std::string acl = Acl({{kUserObj, 6},
-                               {kUser, 7, 3000},
-                               {kGroupObj, 4},
-                               {kMask, 5},
-                               {kOther, 0}});
+  const std::string acl =
+      Acl({{kUserObj, 6}, {kUser, 7, 3000}, {kGroupObj, 4}, {kMask, 5}, {kOther, 0}});
   const NodeAttr f = File(0650, acl);  // group bits = the mask r-x
   EXPECT_TRUE(MayAccess(f, kStranger, R_OK | X_OK));
-  EXPECT_FALSE(MayAccess(f, kStranger, W_OK));  // rwx & r-x
+  EXPECT_FALSE(MayAccess(f, kStranger, W_OK));               // rwx & r-x
   EXPECT_FALSE(MayAccess(f, Caller{3001, 3001, {}}, R_OK));  // other: ---
   // The owner is decided by the owner bits alone.
   EXPECT_TRUE(MayAccess(f, kOwner, R_OK | W_OK));
   EXPECT_FALSE(MayAccess(f, kOwner, X_OK));
   // A named user who is also in the owning group: the user entry decides.
-  const std::string denying = Acl({{kUserObj, 6},
-                                   {kUser, 0, 2000},
-                                   {kGroupObj, 4},
-                                   {kMask, 4},
-                                   {kOther, 4}});
+  const std::string denying =
+      Acl({{kUserObj, 6}, {kUser, 0, 2000}, {kGroupObj, 4}, {kMask, 4}, {kOther, 4}});
   EXPECT_FALSE(MayAccess(File(0644, denying), kGroupMember, R_OK));
 }
 
 TEST(AccessCheckTest, GroupEntriesAnyMatchThatGrantsElseDeny) {
-  const std::string acl = Acl({{kUserObj, 6},
-                               {kGroupObj, 0},
-                               {kGroup, 1, 7},
-                               {kGroup, 4, 9},
-                               {kMask, 7},
-                               {kOther, 4}});
+  const std::string acl =
+      Acl({{kUserObj, 6}, {kGroupObj, 0}, {kGroup, 1, 7}, {kGroup, 4, 9}, {kMask, 7}, {kOther, 4}});
   const NodeAttr f = File(0674, acl);
   // In groups 7, 9 and the owning 100: group 9 grants r, the owning group grants nothing; any
   // grant wins.
@@ -134,11 +124,8 @@ TEST(AccessCheckTest, GroupEntriesAnyMatchThatGrantsElseDeny) {
   EXPECT_FALSE(MayAccess(f, kGroupMember, R_OK));
   EXPECT_TRUE(MayAccess(f, kStranger, R_OK));  // no group matched: other
   // The mask limits group entries too.
-  const std::string masked = Acl({{kUserObj, 6},
-                                  {kGroupObj, 6},
-                                  {kGroup, 7, 7},
-                                  {kMask, 4},
-                                  {kOther, 0}});
+  const std::string masked =
+      Acl({{kUserObj, 6}, {kGroupObj, 6}, {kGroup, 7, 7}, {kMask, 4}, {kOther, 0}});
   EXPECT_TRUE(MayAccess(File(0640, masked), kSupplementary, R_OK));
   EXPECT_FALSE(MayAccess(File(0640, masked), kSupplementary, W_OK));
   EXPECT_FALSE(MayAccess(File(0640, masked), kGroupMember, W_OK));
@@ -155,11 +142,8 @@ TEST(AccessCheckTest, MinimalAclIsTheModeBits) {
 TEST(AccessCheckTest, AclIsIgnoredWhileTheGroupBitsAreClear) {
   // The kernel consults the ACL only when the group class (the mask) is not ---: a named user
   // then gets other's bits.
-  const std::string acl = Acl({{kUserObj, 6},
-                               {kUser, 7, 3000},
-                               {kGroupObj, 4},
-                               {kMask, 0},
-                               {kOther, 4}});
+  const std::string acl =
+      Acl({{kUserObj, 6}, {kUser, 7, 3000}, {kGroupObj, 4}, {kMask, 0}, {kOther, 4}});
   EXPECT_TRUE(MayAccess(File(0604, acl), kStranger, R_OK));
   EXPECT_FALSE(MayAccess(File(0604, acl), kStranger, W_OK));
   EXPECT_TRUE(MayAccess(File(0604, "malformed"), kStranger, R_OK));
@@ -167,15 +151,15 @@ TEST(AccessCheckTest, AclIsIgnoredWhileTheGroupBitsAreClear) {
 
 TEST(AccessCheckTest, MalformedAclDeniesAllButOwnerAndRoot) {
   const std::vector<std::string> bad = {
-      std::string("\x02\x00\x00", 3),                                  // short header
-      Acl({{kUserObj, 6}, {kGroupObj, 4}, {kOther, 4}}, 1),            // version 1
-      Acl({{kUserObj, 6}, {kGroupObj, 4}, {kOther, 4}}) + "x",         // ragged size
-      Acl({{kUserObj, 6}, {0x40, 4}, {kGroupObj, 4}, {kOther, 4}}),    // unknown tag
-      Acl({{kGroupObj, 4}, {kUserObj, 6}, {kOther, 4}}),               // out of order
-      Acl({{kUserObj, 6}, {kGroupObj, 4}}),                            // no OTHER
+      std::string("\x02\x00\x00", 3),                                       // short header
+      Acl({{kUserObj, 6}, {kGroupObj, 4}, {kOther, 4}}, 1),                 // version 1
+      Acl({{kUserObj, 6}, {kGroupObj, 4}, {kOther, 4}}) + "x",              // ragged size
+      Acl({{kUserObj, 6}, {0x40, 4}, {kGroupObj, 4}, {kOther, 4}}),         // unknown tag
+      Acl({{kGroupObj, 4}, {kUserObj, 6}, {kOther, 4}}),                    // out of order
+      Acl({{kUserObj, 6}, {kGroupObj, 4}}),                                 // no OTHER
       Acl({{kUserObj, 6}, {kUser, 4, 3000}, {kGroupObj, 4}, {kOther, 4}}),  // no mask
-      Acl({{kUserObj, 6}, {kGroupObj, 4}, {kOther, 4}, {kOther, 4}}),  // OTHER twice
-      Acl({{kUserObj, 6}, {kGroupObj, 4}, {kOther, 014}}),             // perm beyond rwx
+      Acl({{kUserObj, 6}, {kGroupObj, 4}, {kOther, 4}, {kOther, 4}}),       // OTHER twice
+      Acl({{kUserObj, 6}, {kGroupObj, 4}, {kOther, 014}}),                  // perm beyond rwx
   };
   for (const std::string& acl : bad) {
     const NodeAttr f = File(0644, acl);
@@ -243,13 +227,13 @@ TEST(AccessCheckTest, AgreesWithTheKernel) {
     std::string groups;  // for setpriv --groups, "" for none
   };
   const std::vector<Who> callers = {
-      {{4001, 4001, {}}, ""},            // the owner
-      {{4002, 4100, {}}, ""},            // the owning group, as primary group
+      {{4001, 4001, {}}, ""},  // the owner
+      {{4002, 4100, {}}, ""},  // the owning group, as primary group
       {{4003, 4001, {4100, 4200}}, "4100,4200"},
-      {{4004, 4300, {}}, ""},            // named in ACLs
-      {{4005, 4005, {4200}}, "4200"},    // a named group, as supplementary group
-      {{4006, 4006, {}}, ""},            // nobody in particular
-      {{0, 0, {}}, ""},                  // root
+      {{4004, 4300, {}}, ""},          // named in ACLs
+      {{4005, 4005, {4200}}, "4200"},  // a named group, as supplementary group
+      {{4006, 4006, {}}, ""},          // nobody in particular
+      {{0, 0, {}}, ""},                // root
   };
   std::string script;
   for (const std::string& p : paths) {
@@ -276,8 +260,9 @@ TEST(AccessCheckTest, AgreesWithTheKernel) {
       const int masks[] = {R_OK, W_OK, X_OK};
       for (int k = 0; k < 3; ++k) {
         EXPECT_EQ(MayAccess(attr, who.caller, masks[k]), r.out[i * 3 + k] == '1')
-            << "uid " << who.caller.uid << " mask " << masks[k] << " on " << (cases[i].is_dir ? "dir" : "file")
-            << " mode " << std::oct << cases[i].mode << " acl '" << cases[i].acl << "'";
+            << "uid " << who.caller.uid << " mask " << masks[k] << " on "
+            << (cases[i].is_dir ? "dir" : "file") << " mode " << std::oct << cases[i].mode
+            << " acl '" << cases[i].acl << "'";
       }
     }
   }
