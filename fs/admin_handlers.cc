@@ -10,7 +10,9 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "fs/caller_scope.h"
 #include "planner/log.h"
+#include "planner/name_escape.h"
 #include "planner/units.h"
 
 namespace clairfs {
@@ -52,6 +54,16 @@ Result<bool> BoolField(const json& request, const char* name) {
   return v != nullptr && v->get<bool>();
 }
 
+// A path as a request carries it (escaped) -> a dataset-relative path of raw bytes.
+Result<std::string> RequestPath(const std::string& mountpoint, const std::string& text) {
+  if (text.empty()) {
+    return Status::Invalid("an empty path names nothing (\".\" is the whole dataset)");
+  }
+  auto raw = UnescapeName(text);
+  if (!raw.ok()) return raw.status();
+  return NormalizeRequestPath(mountpoint, *raw);
+}
+
 // The request's "paths", each normalised to a dataset-relative path.
 Result<std::vector<std::string>> PathsField(const json& request, const std::string& mountpoint,
                                             bool required) {
@@ -66,14 +78,15 @@ Result<std::vector<std::string>> PathsField(const json& request, const std::stri
   }
   for (const json& p : *v) {
     if (!p.is_string()) return Status::Invalid("field \"paths\" must hold strings only");
-    auto rel = NormalizeRequestPath(mountpoint, p.get<std::string>());
+    auto rel = RequestPath(mountpoint, p.get<std::string>());
     if (!rel.ok()) return rel.status();
     out.push_back(*rel);
   }
   return out;
 }
 
-std::string Shown(const std::string& rel) { return rel.empty() ? "." : rel; }
+// How a dataset path appears in replies and messages: escaped, "." for the root.
+std::string Shown(const std::string& rel) { return rel.empty() ? "." : EscapeName(rel); }
 
 Result<ManifestNode> Resolve(const Manifest& manifest, const std::string& rel) {
   auto node = manifest.GetByPath(rel);
@@ -84,9 +97,42 @@ Result<ManifestNode> Resolve(const Manifest& manifest, const std::string& rel) {
   return **node;
 }
 
-// Calls fn for every regular file at or under `node` (depth first, names in byte order).
+// Resolves `rel` as the kernel would for `caller`: each directory on the way must grant search
+// before the name in it is looked up (so a name inside a directory the caller may not search is
+// EACCES whether it exists or not).
+Result<ManifestNode> ResolveAs(const Manifest& manifest, const std::string& rel,
+                               const Caller& caller) {
+  auto root = Resolve(manifest, "");
+  if (!root.ok()) return root.status();
+  ManifestNode node = std::move(*root);
+  size_t start = 0;
+  while (start < rel.size()) {
+    size_t end = rel.find('/', start);
+    if (end == std::string::npos) end = rel.size();
+    const std::string name = rel.substr(start, end - start);
+    if (!node.attr.is_dir()) {
+      return Status::Error(ENOTDIR, Shown(node.path) + ": not a directory");
+    }
+    if (!MayAccess(node.attr, caller, X_OK)) {
+      return Status::Error(EACCES, Shown(rel) + ": permission denied (no search permission on " +
+                                       Shown(node.path) + ")");
+    }
+    auto child = manifest.Lookup(node.attr.ino, name);
+    if (!child.ok()) return child.status();
+    if (!child->has_value()) {
+      return Status::Error(ENOENT, Shown(rel) + ": no such file or directory in the dataset");
+    }
+    node = ManifestNode{rel.substr(0, end), (*child)->attr};
+    start = end + 1;
+  }
+  return node;
+}
+
+// Calls fn for every regular file at or under `node` (depth first, names in byte order). Below
+// `node`, a directory is entered only if `descend` (when given) allows it.
 Status ForEachFileUnder(const Manifest& manifest, const ManifestNode& node,
-                        const std::function<void(const std::string&, const NodeAttr&)>& fn) {
+                        const std::function<void(const std::string&, const NodeAttr&)>& fn,
+                        const std::function<bool(const NodeAttr&)>& descend = nullptr) {
   if (node.attr.is_reg()) {
     fn(node.path, node.attr);
     return Status::Ok();
@@ -101,7 +147,7 @@ Status ForEachFileUnder(const Manifest& manifest, const ManifestNode& node,
     // Reverse so that the stack pops subdirectories in name order.
     for (auto it = children.rbegin(); it != children.rend(); ++it) {
       std::string path = dir.path.empty() ? it->name : dir.path + "/" + it->name;
-      if (it->attr.is_dir()) {
+      if (it->attr.is_dir() && (!descend || descend(it->attr))) {
         stack.push_back(ManifestNode{path, it->attr});
       }
     }
@@ -149,13 +195,27 @@ struct StageJob {
   uint64_t files_skipped = 0;
   uint64_t pending = 0;
   json failed = json::array();
+  // Until the request is done and settled: its files, to count which are still staged then.
+  std::vector<std::string> paths;
+  uint64_t evictions_before = 0;  // the store's eviction count when the request came
+  bool settled = false;
+  uint64_t files_resident = 0, files_evicted_again = 0, evictions_while_staging = 0;
 };
 
 class AdminHandlers {
  public:
   explicit AdminHandlers(AdminSources s) : s_(std::move(s)) {}
 
-  Status Ls(const json& req, json* reply) {
+  Status Ls(const json& req, const PeerCredentials& peer, json* reply) {
+    const CallerScope scope = ScopeOf(peer, s_.owner_uid, s_.allow_other);
+    if (scope == CallerScope::kNothing) return PrivateMountError(s_.owner_uid);
+    const Caller caller = CallerOf(peer);
+    const bool everything = scope == CallerScope::kEverything;
+    // Listing a directory takes read and search on it; a file's state, read on the file.
+    auto may_list = [&](const NodeAttr& a) {
+      return everything || MayAccess(a, caller, R_OK | X_OK);
+    };
+    auto may_read = [&](const NodeAttr& a) { return everything || MayAccess(a, caller, R_OK); };
     const json* path_field;
     CLAIRFS_RETURN_IF_ERROR(Field(req, "path", json::value_t::string, false, &path_field));
     auto recursive = BoolField(req, "recursive");
@@ -173,11 +233,16 @@ class AdminHandlers {
     if (limit == 0 || limit > kMaxLsLimit) {
       return Status::Invalid("field \"limit\" must be 1.." + std::to_string(kMaxLsLimit));
     }
-    auto rel = NormalizeRequestPath(s_.mountpoint,
-                                    path_field ? path_field->get<std::string>() : std::string());
+    const std::string text = path_field ? path_field->get<std::string>() : std::string(".");
+    auto rel = RequestPath(s_.mountpoint, text.empty() ? std::string(".") : text);
     if (!rel.ok()) return rel.status();
-    auto node = Resolve(*s_.manifest, *rel);
+    auto node = everything ? Resolve(*s_.manifest, *rel) : ResolveAs(*s_.manifest, *rel, caller);
     if (!node.ok()) return node.status();
+    if (node->attr.is_dir() && !may_list(node->attr)) {
+      return Status::Error(EACCES, Shown(*rel) +
+                                       ": permission denied (listing needs read and "
+                                       "search permission on it)");
+    }
 
     json entries = json::array();
     bool truncated = false;
@@ -187,28 +252,29 @@ class AdminHandlers {
         truncated = true;
         return;
       }
+      const bool known = !attr.is_reg() || may_read(attr);
       bool staged = false, pinned = false;
-      if (attr.is_reg()) {
+      if (attr.is_reg() && known) {
         auto copy = s_.store->Find(path, /*touch=*/false);
         staged = copy.has_value();
         pinned = staged && copy->pinned;
       }
-      if (filter == "staged" && (!attr.is_reg() || !staged)) return;
-      if (filter == "unstaged" && (!attr.is_reg() || staged)) return;
+      if (filter == "staged" && (!attr.is_reg() || !known || !staged)) return;
+      if (filter == "unstaged" && (!attr.is_reg() || !known || staged)) return;
       json heat_per_byte = nullptr;
-      if (heat && attr.is_reg()) {
+      if (heat && attr.is_reg() && known) {
         auto it = heat->find(path);
         if (it != heat->end()) heat_per_byte = it->second.heat_per_byte;
       }
       entries.push_back({{"path", Shown(path)},
                          {"type", TypeName(attr)},
                          {"size", attr.size},
-                         {"staged", staged},
-                         {"pinned", pinned},
+                         {"staged", known ? json(staged) : json(nullptr)},
+                         {"pinned", known ? json(pinned) : json(nullptr)},
                          {"heat_per_byte", heat_per_byte}});
     };
     if (*recursive || !node->attr.is_dir()) {
-      CLAIRFS_RETURN_IF_ERROR(ForEachFileUnder(*s_.manifest, *node, add));
+      CLAIRFS_RETURN_IF_ERROR(ForEachFileUnder(*s_.manifest, *node, add, may_list));
       if (!node->attr.is_dir() && !node->attr.is_reg()) add(node->path, node->attr);
     } else {
       std::vector<ManifestChild> children;
@@ -255,10 +321,13 @@ class AdminHandlers {
 
     auto job = std::make_shared<StageJob>();
     job->hot = *hot;
+    job->evictions_before = s_.store->stats().evictions;
+    job->paths.reserve(files->size());
     uint64_t already = 0;
     for (const FileRef& f : *files) {
       job->files_total++;
       job->bytes_total += f.attr.size;
+      job->paths.push_back(f.path);
       if (s_.store->Contains(f.path)) ++already;
     }
     job->pending = job->files_total;
@@ -280,9 +349,9 @@ class AdminHandlers {
             } else {
               job->files_failed++;
               if (job->failed.size() < kMaxFailedReported) {
-                job->failed.push_back({{"path", outcome.path},
+                job->failed.push_back({{"path", Shown(outcome.path)},
                                        {"errno", outcome.status.code()},
-                                       {"error", outcome.status.message()}});
+                                       {"error", SanitizeText(outcome.status.message())}});
               }
             }
           },
@@ -324,6 +393,22 @@ class AdminHandlers {
     (*reply)["failed"] = job->failed;
     (*reply)["pending"] = job->pending;
     (*reply)["done"] = job->pending == 0;
+    if (job->pending == 0) {
+      if (!job->settled) {
+        // Every callback has run: no one else touches the job's counts any more.
+        for (const std::string& path : job->paths) job->files_resident += s_.store->Contains(path);
+        job->files_evicted_again =
+            job->files_done > job->files_resident ? job->files_done - job->files_resident : 0;
+        job->evictions_while_staging = s_.store->stats().evictions - job->evictions_before;
+        job->paths.clear();
+        job->paths.shrink_to_fit();
+        job->settled = true;
+      }
+      (*reply)["files_resident"] = job->files_resident;
+      (*reply)["files_evicted_again"] = job->files_evicted_again;
+      (*reply)["evictions_while_staging"] = job->evictions_while_staging;
+      (*reply)["capacity_bytes"] = s_.store->stats().capacity;
+    }
     return Status::Ok();
   }
 
@@ -365,7 +450,7 @@ class AdminHandlers {
       } else if (st.code() == ENOENT) {
         ++not_staged;  // evicted meanwhile
       } else {
-        return st.WithContext("evicting " + path);
+        return st.WithContext("evicting " + Shown(path));
       }
     }
     Log(LogLevel::kInfo, "evict request: %llu evicted (%s), %llu pinned skipped",
@@ -429,7 +514,7 @@ class AdminHandlers {
     }
     if (!unstaged.empty()) {
       return Status::Error(
-          ENODATA, unstaged.front() +
+          ENODATA, Shown(unstaged.front()) +
                        (unstaged.size() > 1
                             ? " and " + std::to_string(unstaged.size() - 1) + " more files are"
                             : " is") +
@@ -437,7 +522,7 @@ class AdminHandlers {
     }
     for (const std::string& path : to_pin) {
       Status st = s_.store->SetPinned(path, true);
-      if (!st.ok()) return st.WithContext("pinning " + path);
+      if (!st.ok()) return st.WithContext("pinning " + Shown(path));
     }
     (*reply)["pinned"] = to_pin.size();
     (*reply)["pinned_bytes_total"] = pinned_bytes + new_bytes;
@@ -527,7 +612,8 @@ Result<std::string> NormalizeRequestPath(const std::string& mountpoint, const st
     } else if (mountpoint == "/" || path.rfind(mountpoint + "/", 0) == 0) {
       rest = path.substr(mountpoint == "/" ? 1 : mountpoint.size() + 1);
     } else {
-      return Status::Invalid(path + ": absolute path outside the mount " + mountpoint);
+      return Status::Invalid(EscapeName(path) + ": absolute path outside the mount " +
+                             EscapeName(mountpoint));
     }
   }
   std::string out;
@@ -536,7 +622,9 @@ Result<std::string> NormalizeRequestPath(const std::string& mountpoint, const st
     size_t end = rest.find('/', start);
     if (end == std::string::npos) end = rest.size();
     std::string part = rest.substr(start, end - start);
-    if (part == "..") return Status::Invalid(path + ": \"..\" is not allowed in paths");
+    if (part == "..") {
+      return Status::Invalid(EscapeName(path) + ": \"..\" is not allowed in paths");
+    }
     if (!part.empty() && part != ".") {
       if (!out.empty()) out += '/';
       out += part;
@@ -550,12 +638,12 @@ void RegisterAdminHandlers(ControlServer* server, AdminSources sources) {
   auto h = std::make_shared<AdminHandlers>(std::move(sources));
   server->AddHandler(
       "ls", ControlAccess::kAnyone, {"path", "recursive", "filter", "limit"},
-      [h](const json& r, const PeerCredentials&, json* out) { return h->Ls(r, out); });
+      [h](const json& r, const PeerCredentials& peer, json* out) { return h->Ls(r, peer, out); });
   server->AddHandler(
       "stage", ControlAccess::kOwner, {"paths", "priority", "hot", "fit"},
       [h](const json& r, const PeerCredentials&, json* out) { return h->Stage(r, out); });
   server->AddHandler(
-      "stage_progress", ControlAccess::kAnyone, {"id"},
+      "stage_progress", ControlAccess::kOwner, {"id"},
       [h](const json& r, const PeerCredentials&, json* out) { return h->StageProgress(r, out); });
   server->AddHandler(
       "evict", ControlAccess::kOwner, {"paths", "all", "force"},

@@ -35,6 +35,7 @@
 #include "cache/stager.h"
 #include "fs/admin_handlers.h"
 #include "fs/control_server.h"
+#include "fs/control_socket_dir.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
 #include "fs/heat_handlers.h"
@@ -139,6 +140,8 @@ void ReportToParent(int fd, const std::string& line) {
 
 // Everything the running daemon owns, in construction order (destroyed in reverse).
 struct Daemon {
+  // Released last, when the daemon is done: `clairfs umount` waits for that (control_socket_dir.h).
+  std::unique_ptr<DaemonLock> liveness;
   MountOptions options;
   Preflight paths;
   std::unique_ptr<CacheDir> cache_dir;
@@ -345,8 +348,19 @@ Status StartDaemon(Daemon* d) {
   }
   d->request_sched = CurrentSchedPolicyName();
 
-  d->control = std::make_unique<ControlServer>(ControlSocketPathFor(d->paths.mountpoint, getuid()),
-                                               getuid());
+  auto control_dir = ChooseControlDir(getuid());
+  const std::string control_stem =
+      control_dir.ok() ? *control_dir + "/" + ControlFileStem(d->paths.mountpoint) : "";
+  if (control_dir.ok()) {
+    auto liveness = DaemonLock::Acquire(control_stem + ".lock");
+    if (liveness.ok()) {
+      d->liveness = std::move(*liveness);
+    } else {
+      Log(LogLevel::kWarn, "%s: clairfs umount will not see this daemon exit",
+          liveness.status().message().c_str());
+    }
+  }
+  d->control = std::make_unique<ControlServer>(control_stem + ".sock", getuid());
   const StatusSources status_sources = StatusSourcesOf(d);
   PlanRuntime* plan_runtime = d->plan.get();
   RegisterStatusHandlers(d->control.get(), status_sources);
@@ -354,6 +368,8 @@ Status StartDaemon(Daemon* d) {
   AdminSources admin{d->paths.mountpoint, d->manifest.get(),
                      d->store.get(),      d->stager.get(),
                      d->heat.get(),       [plan_runtime] { return plan_runtime->Active(); }};
+  admin.owner_uid = getuid();
+  admin.allow_other = d->options.allow_other;
   RegisterAdminHandlers(d->control.get(), std::move(admin));
   HeatStore* heat_store = d->heat.get();
   HeatPolicy* heat_policy = d->heat_policy;
@@ -363,7 +379,7 @@ Status StartDaemon(Daemon* d) {
                                        heat_policy->SetHeat(heat_store->snapshot());
                                      }
                                    }});
-  Status control = d->control->Start();
+  Status control = control_dir.ok() ? d->control->Start() : control_dir.status();
   if (!control.ok()) {
     Log(LogLevel::kWarn,
         "control socket unavailable (%s): status and admin commands will not "

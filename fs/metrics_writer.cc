@@ -9,6 +9,7 @@
 #include <set>
 
 #include "planner/log.h"
+#include "planner/name_escape.h"
 
 namespace clairfs {
 namespace {
@@ -89,7 +90,9 @@ MetricsWriter::~MetricsWriter() { Stop(); }
 
 std::string MetricsWriter::Render(const nlohmann::json& status, const std::string& mountpoint) {
   std::string out;
-  RenderObject(status, "", "mountpoint=\"" + EscapeLabel(mountpoint) + "\"", &out);
+  // Label values are UTF-8 text: the mountpoint is shown as its escaped name, then escaped for
+  // the exposition format.
+  RenderObject(status, "", "mountpoint=\"" + EscapeLabel(EscapeName(mountpoint)) + "\"", &out);
   return out;
 }
 

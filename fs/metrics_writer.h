@@ -3,7 +3,8 @@
 // A daemon thread rewrites the file every `interval` from a status snapshot (the same JSON object
 // as the "status" op): numeric and boolean fields become clairfs_<field> (nested objects joined
 // with '_', e.g. clairfs_staging_queued), monotonically growing counts are TYPE counter and get
-// the suffix _total, everything else is a gauge; every sample carries mountpoint="...". Each
+// the suffix _total, everything else is a gauge; every sample carries mountpoint="..." (the
+// escaped name, planner/name_escape.h, then escaped for the exposition format). Each
 // rewrite writes PATH.tmp, fsyncs nothing (metrics are not worth a flush) and renames it over
 // PATH, so a reader (node_exporter's textfile collector) never sees a partial file. Stop() ends
 // the thread and removes PATH: an unmounted mount exports nothing, rather than frozen values.

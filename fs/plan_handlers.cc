@@ -1,6 +1,9 @@
 // plan_set / plan_clear control ops (see plan_handlers.h).
 #include "fs/plan_handlers.h"
 
+#include "fs/status_report.h"
+#include "planner/name_escape.h"
+
 namespace clairfs {
 namespace {
 
@@ -23,7 +26,9 @@ void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
         if (spec->empty()) return Status::Invalid("plan_set needs a spec");
         auto layout = StringField(request, "layout", "imagefolder");
         if (!layout.ok()) return layout.status();
-        auto root = StringField(request, "layout_root", "");
+        auto root_text = StringField(request, "layout_root", "");
+        if (!root_text.ok()) return root_text.status();
+        auto root = UnescapeName(*root_text);  // a directory name of the dataset: escaped
         if (!root.ok()) return root.status();
         config.spec = *spec;
         config.layout = *layout;
@@ -35,7 +40,7 @@ void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
           config.window = request["window"].get<uint64_t>();
         }
         CLAIRFS_RETURN_IF_ERROR(runtime->Set(config));
-        (*reply)["plan"] = runtime->StatusJson();
+        (*reply)["plan"] = SanitizedStrings(runtime->StatusJson());
         return Status::Ok();
       });
   server->AddHandler("plan_clear", ControlAccess::kOwner, {},

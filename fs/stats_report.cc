@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "fs/caller_scope.h"
+#include "planner/name_escape.h"
+
 namespace clairfs {
 
 nlohmann::json CountersToJson(const FileIoCounters& c) {
@@ -23,7 +26,7 @@ nlohmann::json CountersToJson(const FileIoCounters& c) {
                         {"close_end", c.close_end}};
 }
 
-nlohmann::json BuildStats(const FileSystem& fs, size_t top) {
+nlohmann::json BuildStats(const FileSystem& fs, size_t top, bool per_file) {
   std::vector<FileStatsRow> rows = fs.file_stats().Snapshot();
   auto bytes = [](const FileStatsRow& r) {
     return r.by_source[0].bytes_read + r.by_source[1].bytes_read;
@@ -36,8 +39,8 @@ nlohmann::json BuildStats(const FileSystem& fs, size_t top) {
     for (int s = 0; s < kReadSources; ++s) totals[s].Merge(r.by_source[s]);
   }
   nlohmann::json files = nlohmann::json::array();
-  for (size_t i = 0; i < rows.size() && (top == 0 || i < top); ++i) {
-    nlohmann::json row = {{"path", rows[i].path}};
+  for (size_t i = 0; per_file && i < rows.size() && (top == 0 || i < top); ++i) {
+    nlohmann::json row = {{"path", EscapeName(rows[i].path)}};
     for (int s = 0; s < kReadSources; ++s) {
       row[ReadSourceName(static_cast<ReadSource>(s))] = CountersToJson(rows[i].by_source[s]);
     }
@@ -49,6 +52,7 @@ nlohmann::json BuildStats(const FileSystem& fs, size_t top) {
   }
   return nlohmann::json{
       {"files", std::move(files)},
+      {"per_file", per_file},
       {"totals", std::move(total)},
       {"files_with_counters", rows.size()},
       {"start_time_ns", fs.start_realtime_ns()},
@@ -58,10 +62,14 @@ nlohmann::json BuildStats(const FileSystem& fs, size_t top) {
        "reads served by the kernel page cache are not seen"}};
 }
 
-void RegisterStatsHandler(ControlServer* server, const FileSystem* fs) {
+void RegisterStatsHandler(ControlServer* server, const FileSystem* fs, uid_t owner_uid,
+                          bool allow_other) {
   server->AddHandler(
       "stats", ControlAccess::kAnyone, {"top"},
-      [fs](const nlohmann::json& request, const PeerCredentials&, nlohmann::json* reply) {
+      [fs, owner_uid, allow_other](const nlohmann::json& request, const PeerCredentials& peer,
+                                   nlohmann::json* reply) {
+        const CallerScope scope = ScopeOf(peer, owner_uid, allow_other);
+        if (scope == CallerScope::kNothing) return PrivateMountError(owner_uid);
         size_t top = 0;
         if (auto it = request.find("top"); it != request.end()) {
           if (!it->is_number_unsigned()) {
@@ -69,7 +77,8 @@ void RegisterStatsHandler(ControlServer* server, const FileSystem* fs) {
           }
           top = it->get<size_t>();
         }
-        *reply = BuildStats(*fs, top);
+        // Which files were read how often is root's and the owner's to know: others get totals.
+        *reply = BuildStats(*fs, top, scope == CallerScope::kEverything);
         return Status::Ok();
       });
 }

@@ -3,8 +3,11 @@
 // Darshan log it writes records them.
 //
 // Request fields: "top" (files to return, hottest by bytes read first; 0 = all). Reply: "files"
-// [{path, cache: {...}, backing: {...}}], "totals" {cache: {...}, backing: {...}},
-// "files_with_counters", "start_time_ns" (wall clock at mount), "elapsed_seconds", "note".
+// [{path (escaped, planner/name_escape.h), cache: {...}, backing: {...}}], "per_file" (false: the
+// rows were withheld), "totals" {cache: {...}, backing: {...}}, "files_with_counters",
+// "start_time_ns" (wall clock at mount), "elapsed_seconds", "note". Per-file rows go to root and
+// the mount's owner only; other users of an allow_other mount get aggregates only (empty "files",
+// "per_file": false), those of a private mount EACCES (fs/caller_scope.h).
 // Counter objects hold Darshan-style names in lower case: opens, reads, bytes_read,
 // max_byte_read, consec_reads, seq_reads, size_read (10 buckets), read_time, max_read_time,
 // open_start, open_end, read_start, read_end, close_start, close_end (seconds since mount).
@@ -19,7 +22,8 @@
 namespace clairfs {
 
 nlohmann::json CountersToJson(const FileIoCounters& c);
-nlohmann::json BuildStats(const FileSystem& fs, size_t top);
-void RegisterStatsHandler(ControlServer* server, const FileSystem* fs);
+nlohmann::json BuildStats(const FileSystem& fs, size_t top, bool per_file = true);
+void RegisterStatsHandler(ControlServer* server, const FileSystem* fs, uid_t owner_uid,
+                          bool allow_other);
 
 }  // namespace clairfs

@@ -2,6 +2,7 @@
 #include "fs/status_report.h"
 
 #include "fs/stats_report.h"
+#include "planner/name_escape.h"
 
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -36,6 +37,14 @@ nlohmann::json ListAheadJson(const ListAhead* list_ahead) {
 
 }  // namespace
 
+nlohmann::json SanitizedStrings(nlohmann::json j) {
+  if (j.is_string()) return SanitizeText(j.get<std::string>());
+  if (j.is_structured()) {
+    for (auto& item : j) item = SanitizedStrings(std::move(item));
+  }
+  return j;
+}
+
 nlohmann::json BuildStatus(const StatusSources& s) {
   using nlohmann::json;
   ContentStoreStats store = s.store->stats();
@@ -56,9 +65,9 @@ nlohmann::json BuildStatus(const StatusSources& s) {
   j["pid"] = getpid();
   j["sched_policy"] = s.request_sched;
   j["uptime_seconds"] = uptime;
-  j["mountpoint"] = s.mountpoint;
-  j["backing"] = s.backing;
-  j["cache_dir"] = s.cache;
+  j["mountpoint"] = EscapeName(s.mountpoint);
+  j["backing"] = EscapeName(s.backing);
+  j["cache_dir"] = EscapeName(s.cache);
   j["owner_uid"] = getuid();
   j["read_through"] = s.options->read_through;
   j["revalidate"] = s.options->revalidate == Revalidate::kOpen ? "open" : "never";
@@ -120,7 +129,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"note",
        "FORGET, INTERRUPT and notifications always use /dev/fuse; ring_requests counts the "
        "requests that arrived over io_uring"}};
-  j["plan"] = s.plan ? s.plan() : nlohmann::json(nullptr);
+  j["plan"] = s.plan ? SanitizedStrings(s.plan()) : nlohmann::json(nullptr);
   j["eviction"] = s.store->policy()->name();
   if (s.heat != nullptr) {
     const HeatSummary heat = s.heat->summary();
@@ -143,7 +152,7 @@ void RegisterStatusHandlers(ControlServer* server, StatusSources sources) {
         *reply = BuildStatus(sources);
         return Status::Ok();
       });
-  RegisterStatsHandler(server, sources.fs);
+  RegisterStatsHandler(server, sources.fs, getuid(), sources.options->allow_other);
 }
 
 }  // namespace clairfs

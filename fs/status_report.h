@@ -1,7 +1,9 @@
 // The control socket's read-only reports: "status" (the JSON that `clairfs status` prints).
 //
 // Field names of the status object are part of the CLI's --json contract (documented in
-// README.md): add fields, never rename or remove them.
+// README.md): add fields, never rename or remove them. Paths (mountpoint, backing, cache_dir) are
+// escaped names (planner/name_escape.h); the plan's strings (its spec, why it was dropped) pass
+// through SanitizeText. Everyone may read it: it holds aggregates only.
 #pragma once
 
 #include <chrono>
@@ -44,6 +46,8 @@ struct StatusSources {
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);
+// `j` with every string in it passed through SanitizeText (for text that quotes names).
+nlohmann::json SanitizedStrings(nlohmann::json j);
 void RegisterStatusHandlers(ControlServer* server, StatusSources sources);
 
 }  // namespace clairfs

@@ -1,8 +1,13 @@
 // Path arguments of the admin subcommands (see admin_paths.h).
 #include "tools/admin_paths.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <fstream>
+
+#include "planner/name_escape.h"
 
 namespace clairfs::cli {
 namespace {
@@ -27,7 +32,35 @@ bool Under(const std::string& path, const std::string& root, std::string* rel) {
   return true;
 }
 
+Status ReadAll(int fd, const std::string& shown, std::string* out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      out->append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) return Status::Ok();
+    if (errno == EINTR) continue;
+    return Status::FromErrno(errno, "path list " + shown);
+  }
+}
+
 }  // namespace
+
+Result<std::vector<std::string>> UnescapeArguments(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  for (const std::string& arg : args) {
+    if (arg.empty()) {
+      return Status::Invalid("an empty PATH names nothing (\".\" is the whole dataset)");
+    }
+    auto raw = UnescapeName(arg);
+    if (!raw.ok()) return Status::Invalid("PATH " + raw.status().message());
+    out.push_back(std::move(*raw));
+  }
+  return out;
+}
 
 std::vector<std::string> ToMountPaths(const std::string& mount_arg, const std::string& canonical,
                                       const std::vector<std::string>& paths) {
@@ -49,17 +82,52 @@ std::vector<std::string> ToMountPaths(const std::string& mount_arg, const std::s
   return out;
 }
 
-Result<std::vector<std::string>> ReadPathList(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) return Status::FromErrno(errno ? errno : ENOENT, "path list " + file);
+std::vector<std::string> EscapePaths(const std::vector<std::string>& raw) {
   std::vector<std::string> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    out.push_back(line);
+  out.reserve(raw.size());
+  for (const std::string& p : raw) out.push_back(EscapeName(p));
+  return out;
+}
+
+Result<std::vector<std::string>> ReadPathList(const std::string& file, bool nul) {
+  const bool from_stdin = file == "-";
+  const std::string shown = from_stdin ? "(standard input)" : SanitizeText(file);
+  int fd = from_stdin ? STDIN_FILENO : open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "path list " + shown);
+  std::string data;
+  struct stat st;
+  Status read_status;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    read_status = Status::Invalid("path list " + shown +
+                                  " is a directory: --from-file takes a file that lists paths "
+                                  "(or - for standard input)");
+  } else {
+    read_status = ReadAll(fd, shown, &data);
   }
-  if (in.bad()) return Status::FromErrno(EIO, "path list " + file);
+  if (!from_stdin) close(fd);
+  if (!read_status.ok()) return read_status;
+  std::vector<std::string> out;
+  const char separator = nul ? '\0' : '\n';
+  size_t start = 0, line = 0;
+  while (start < data.size()) {
+    size_t end = data.find(separator, start);
+    if (end == std::string::npos) end = data.size();
+    std::string item = data.substr(start, end - start);
+    start = end + 1;
+    ++line;
+    if (nul) {
+      if (!item.empty()) out.push_back(std::move(item));
+      continue;
+    }
+    if (!item.empty() && item.back() == '\r') item.pop_back();
+    if (item.empty() || item[0] == '#') continue;
+    auto raw = UnescapeName(item);
+    if (!raw.ok()) {
+      return Status::Invalid("path list " + shown + " line " + std::to_string(line) + ": " +
+                             raw.status().message());
+    }
+    out.push_back(std::move(*raw));
+  }
   return out;
 }
 

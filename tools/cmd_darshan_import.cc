@@ -36,6 +36,7 @@
 #include "fs/control_server.h"
 #include "fs/heat_handlers.h"
 #include "planner/heat.h"
+#include "planner/name_escape.h"
 #include "planner/units.h"
 #include "tools/cli.h"
 #include "tools/cmd_darshan.h"
@@ -75,8 +76,9 @@ Result<nlohmann::json> Import(const CallFn& call, const std::vector<std::string>
     if (!id.ok()) return id.status();
     ids.push_back(*id);
   }
-  auto begin =
-      call({{"op", "heat_import_begin"}, {"replace", a.replace}, {"strip_prefix", a.strip_prefix}});
+  auto begin = call({{"op", "heat_import_begin"},
+                     {"replace", a.replace},
+                     {"strip_prefix", EscapeName(a.strip_prefix)}});
   if (!begin.ok()) return begin.status();
   const uint64_t session = begin->value("session", uint64_t{0});
 
@@ -149,7 +151,9 @@ Result<nlohmann::json> Import(const CallFn& call, const std::vector<std::string>
     return reply.ok() ? Status::Ok() : reply.status();
   };
   for (const auto& [path, c] : raw.by_path) {
-    rows.push_back({path, c.bytes_read, c.reads, c.opens, c.max_byte_read, c.read_time, c.records});
+    // Logged names are bytes; the control protocol carries them escaped (fs/heat_handlers.h).
+    rows.push_back({EscapeName(path), c.bytes_read, c.reads, c.opens, c.max_byte_read, c.read_time,
+                    c.records});
     bytes += path.size() + 100;
     if (bytes >= kChunkBytes) CLAIRFS_RETURN_IF_ERROR(flush());
   }

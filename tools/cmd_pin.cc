@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "planner/name_escape.h"
 #include "planner/units.h"
 #include "tools/admin_paths.h"
 #include "tools/cli.h"
@@ -14,17 +15,31 @@ namespace {
 struct PinArgs {
   std::string mountpoint;
   std::vector<std::string> paths;
+  std::string from_file;
+  bool null_list = false;
   bool json = false;
 };
 
 int RunPin(const PinArgs& a, bool pin) {
   const char* name = pin ? "pin" : "unpin";
+  if (a.null_list && a.from_file.empty()) return UsageError(name, "-0 goes with --from-file");
+  if (a.paths.empty() && a.from_file.empty()) return UsageError(name, "give PATHs or --from-file");
+  auto paths = UnescapeArguments(a.paths);
+  if (!paths.ok()) return Fail(name, paths.status());
+  if (!a.from_file.empty()) {
+    auto listed = ReadPathList(a.from_file, a.null_list);
+    if (!listed.ok()) return Fail(name, listed.status());
+    if (listed->empty()) {
+      return UsageError(name, "path list " + SanitizeText(a.from_file) + " is empty");
+    }
+    paths->insert(paths->end(), listed->begin(), listed->end());
+  }
   auto client = ControlClient::Connect(a.mountpoint);
   if (!client.ok()) return Fail(name, client.status());
   auto canonical = CanonicalMountpoint(a.mountpoint);
   if (!canonical.ok()) return Fail(name, canonical.status());
-  auto reply =
-      client->Call({{"op", name}, {"paths", ToMountPaths(a.mountpoint, *canonical, a.paths)}});
+  auto reply = client->Call(
+      {{"op", name}, {"paths", EscapePaths(ToMountPaths(a.mountpoint, *canonical, *paths))}});
   if (!reply.ok()) return Fail(name, reply.status());
   reply->erase("ok");
   if (a.json) {
@@ -50,8 +65,14 @@ void Register(CLI::App& app, bool pin) {
                      : "Unpin files so eviction may remove them again");
   cmd->add_option("MOUNTPOINT", args->mountpoint, "The mountpoint")->required();
   cmd->add_option("PATH", args->paths,
-                  "Files or directories (recursive), relative to the mount or absolute under it")
-      ->required();
+                  "Files or directories (recursive), relative to the mount or absolute under it; "
+                  "names are escaped (\\\\ for a backslash, \\xHH for any byte; see README "
+                  "\"Names with any bytes\"), raw bytes work too");
+  cmd->add_option("--from-file", args->from_file,
+                  "Also the paths listed in FILE (- for standard input): one escaped name a line, "
+                  "or with -0 raw names each ended by a NUL byte")
+      ->type_name("FILE");
+  cmd->add_flag("-0,--null", args->null_list, "--from-file holds raw names separated by NUL bytes");
   cmd->add_flag("--json", args->json,
                 pin ? "Print {pinned, pinned_bytes_total}" : "Print {unpinned, not_staged}");
   cmd->callback([args, pin]() { SetExitCode(RunPin(*args, pin)); });

@@ -2,7 +2,9 @@
 // reads in one epoch, in order, as paths relative to the backing root or as sample indices.
 //
 // Contract: reads the backing tree (to build the layout) or the list file, never anything else;
-// writes the order on stdout and warnings (links left out) on stderr. Exit codes: 0 printed,
+// writes the order on stdout and warnings (links left out) on stderr. Paths are printed as escaped
+// names (planner/name_escape.h), one a line, so any name survives a list file; with -0 they are
+// printed raw, each ended by a NUL byte. Exit codes: 0 printed,
 // 1 the backing tree could not be read (or a link cycle), 2 bad arguments or spec, including an
 // unreadable list file (EINVAL).
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include "planner/file_tree.h"
 #include "planner/layout.h"
 #include "planner/log.h"
+#include "planner/name_escape.h"
 #include "planner/plan.h"
 #include "planner/plan_spec.h"
 #include "tools/cli.h"
@@ -36,6 +39,7 @@ struct PlanShowOptions {
   std::string limit;
   std::string format = "paths";
   bool json = false;
+  bool null = false;  // -0: raw entries, each ended by NUL
 };
 
 void ShowWarnings(const std::vector<std::string>& warnings) {
@@ -62,6 +66,7 @@ int RunPlanShow(const PlanShowOptions& options) {
   if (options.format != "paths" && options.format != "indices") {
     return UsageError(command, "--format '" + options.format + "': expected paths or indices");
   }
+  if (options.null && options.json) return UsageError(command, "-0 and --json exclude each other");
 
   uint32_t rank = Plan::DefaultRank(*spec);
   if (!options.rank.empty()) {
@@ -120,15 +125,15 @@ int RunPlanShow(const PlanShowOptions& options) {
       if (!as_paths) {
         items.push_back(index);
       } else if (stageable(index)) {
-        items.push_back(path_of(index));
+        items.push_back(EscapeName(path_of(index)));
       } else {
-        skipped.push_back(path_of(index));
+        skipped.push_back(EscapeName(path_of(index)));
       }
     }
     out["count"] = items.size();
     out[as_paths ? "paths" : "indices"] = std::move(items);
     if (as_paths) out["left_out"] = std::move(skipped);
-    // Invalid UTF-8 in file names is replaced rather than aborting the dump.
+    // Names are escaped above; the replace handler only guards the spec text.
     std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     printf("%s\n", text.c_str());
     return kExitOk;
@@ -144,12 +149,12 @@ int RunPlanShow(const PlanShowOptions& options) {
     if (!as_paths) {
       buffer += std::to_string(index);
     } else if (stageable(index)) {
-      buffer += path_of(index);
+      buffer += options.null ? path_of(index) : EscapeName(path_of(index));
     } else {
       ++left_out;
       continue;
     }
-    buffer += '\n';
+    buffer += options.null ? '\0' : '\n';
     if (buffer.size() >= (1 << 20)) flush();
   }
   flush();
@@ -172,7 +177,10 @@ void RegisterPlan(CLI::App& app) {
   CLI::App* show = AddCommand(
       plan, "show",
       "Print the files (or sample indices) one rank reads in one epoch, in order.\n"
-      "Paths are relative to the backing root, one per line.\n\n"
+      "Paths are relative to the backing root, one per line, as escaped names (\\\\ for a\n"
+      "backslash, \\xHH for any other byte that is not printable UTF-8; README \"Names with\n"
+      "any bytes\"): such a list is what stage --from-file reads. -0 prints raw paths, each\n"
+      "ended by a NUL byte.\n\n"
       "Plan specs (epochs are absolute, as passed to set_epoch):\n"
       "  torch-distributed:seed=S,world=R[,ranks=A-B][,drop_last=0|1][,shuffle=0|1]\n"
       "                    [,epochs=E][,start_epoch=F]   DistributedSampler + set_epoch\n"
@@ -209,6 +217,8 @@ void RegisterPlan(CLI::App& app) {
                    "paths (default) or indices (sample indices in the layout; for list: plans, "
                    "in the order paths first appear in the file)")
       ->type_name("FORMAT");
+  show->add_flag("-0,--null", options->null,
+                 "Print raw entries, each ended by a NUL byte (for stage --from-file LIST -0)");
   show->add_flag("--json", options->json,
                  "Print one JSON object: plan, epoch, rank, world, num_samples, count, "
                  "paths|indices, left_out");

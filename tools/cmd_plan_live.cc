@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "planner/name_escape.h"
 #include "planner/plan_spec.h"
 #include "tools/cli.h"
 #include "tools/control_client.h"
@@ -25,16 +26,25 @@ struct PlanSetArgs {
 int RunPlanSet(const PlanSetArgs& a) {
   auto spec = ParsePlanSpec(a.plan);
   if (!spec.ok()) return UsageError("plan set", spec.status().message());
+  auto layout_root = UnescapeName(a.layout_root);
+  if (!layout_root.ok())
+    return UsageError("plan set", "--layout-root " + layout_root.status().message());
+  if (!IsValidUtf8(a.plan) || !IsValidUtf8(a.layout)) {
+    return UsageError("plan set", "--plan and --layout must be UTF-8 text");
+  }
   // Walking a large dataset on a PFS takes a while: allow it.
   auto client = ControlClient::Connect(a.mountpoint, 30 * 60 * 1000);
   if (!client.ok()) return Fail("plan set", client.status());
-  nlohmann::json request = {
-      {"op", "plan_set"}, {"spec", a.plan}, {"layout", a.layout}, {"layout_root", a.layout_root}};
+  nlohmann::json request = {{"op", "plan_set"},
+                            {"spec", a.plan},
+                            {"layout", a.layout},
+                            {"layout_root", EscapeName(*layout_root)}};
   if (a.window > 0) request["window"] = a.window;
   auto reply = client->Call(request);
   if (!reply.ok()) return Fail("plan set", reply.status());
   const nlohmann::json& plan = (*reply)["plan"];
-  printf("plan %s set on %s: %llu files\n", a.plan.c_str(), a.mountpoint.c_str(),
+  printf("plan %s set on %s: %llu files\n", SanitizeText(a.plan).c_str(),
+         SanitizeText(a.mountpoint).c_str(),
          static_cast<unsigned long long>(plan.value("files", uint64_t{0})));
   return kExitOk;
 }
@@ -63,7 +73,8 @@ void RegisterPlanLive(CLI::App* plan) {
                   "Sample numbering: imagefolder (default), sorted or list:FILE")
       ->type_name("LAYOUT");
   set->add_option("--layout-root", set_args->layout_root,
-                  "Dataset directory below the backing root (e.g. train)")
+                  "Dataset directory below the backing root (e.g. train), an escaped name (README "
+                  "\"Names with any bytes\")")
       ->type_name("SUBDIR");
   set->add_option("--window", set_args->window,
                   "Planned positions per rank an open may run ahead (default 256)")

@@ -9,9 +9,14 @@
 //
 // --hot (online only) stages the files under the PATHs that have imported Darshan heat, hottest
 // per byte first; --fit keeps to the room left without evicting (fs/admin_handlers.h).
+//
+// --wait succeeds only if every file was staged and is still staged when the request finishes: a
+// request larger than the cache evicts its own earlier files to make room for later ones, and the
+// command says how many, and what else was evicted, and exits 1.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +34,7 @@
 #include "cache/stager.h"
 #include "fs/admin_handlers.h"
 #include "fs/control_server.h"
+#include "planner/name_escape.h"
 #include "planner/units.h"
 #include "tools/admin_paths.h"
 #include "tools/cli.h"
@@ -42,6 +48,7 @@ namespace {
 struct StageArgs {
   std::vector<std::string> positional;  // MOUNTPOINT PATH... (online) or PATH... (offline)
   std::string from_file;
+  bool null_list = false;  // -0: --from-file holds raw names ended by NUL bytes
   bool wait = false;
   std::string priority = "high";
   bool json = false;
@@ -59,7 +66,8 @@ using CallFn = std::function<Result<nlohmann::json>(const nlohmann::json&)>;
 // Sends the stage request and, if asked, polls until done. Returns the exit code.
 int StageAndWait(const CallFn& call, const std::vector<std::string>& paths, const StageArgs& a) {
   auto started = std::chrono::steady_clock::now();
-  nlohmann::json request = {{"op", "stage"}, {"paths", paths}, {"priority", a.priority}};
+  nlohmann::json request = {
+      {"op", "stage"}, {"paths", EscapePaths(paths)}, {"priority", a.priority}};
   if (a.hot) {
     request["hot"] = true;
     request["fit"] = a.fit;
@@ -116,6 +124,10 @@ int StageAndWait(const CallFn& call, const std::vector<std::string>& paths, cons
   if (hot.is_object()) progress["hot"] = hot;
   uint64_t failed = progress.value("files_failed", uint64_t{0});
   uint64_t skipped = progress.value("files_skipped", uint64_t{0});
+  const uint64_t done_files = progress.value("files_done", uint64_t{0});
+  const uint64_t evicted_again = progress.value("files_evicted_again", uint64_t{0});
+  const uint64_t evictions = progress.value("evictions_while_staging", uint64_t{0});
+  const uint64_t capacity = progress.value("capacity_bytes", uint64_t{0});
   if (a.json) {
     printf("%s\n", progress.dump(2).c_str());
   } else {
@@ -130,8 +142,26 @@ int StageAndWait(const CallFn& call, const std::vector<std::string>& paths, cons
              static_cast<unsigned long long>(skipped));
     }
     printf("\n");
+    if (evictions > 0) {
+      const uint64_t others = evictions > evicted_again ? evictions - evicted_again : 0;
+      printf(
+          "to make room the cache evicted %llu copies while staging: %llu of this request's "
+          "own files and %llu others\n",
+          static_cast<unsigned long long>(evictions),
+          static_cast<unsigned long long>(std::min(evicted_again, evictions)),
+          static_cast<unsigned long long>(others));
+    }
   }
-  if (failed == 0) return kExitOk;
+  if (evicted_again > 0) {
+    fprintf(stderr,
+            "clairfs stage: only %llu of the %llu staged files stayed: %llu were evicted again to "
+            "make room for later ones; the request (%s) does not fit the cache (capacity %s)\n",
+            static_cast<unsigned long long>(done_files - evicted_again),
+            static_cast<unsigned long long>(done_files),
+            static_cast<unsigned long long>(evicted_again), FormatBytes(bytes).c_str(),
+            capacity > 0 ? FormatBytes(capacity).c_str() : "the device");
+  }
+  if (failed == 0) return evicted_again == 0 ? kExitOk : kExitFailed;
   for (const auto& f : progress["failed"]) {
     fprintf(stderr, "clairfs stage: %s: %s\n", f.value("path", "").c_str(),
             f.value("error", "").c_str());
@@ -192,8 +222,8 @@ int RunOffline(const StageArgs& a, std::vector<std::string> paths) {
 
   // The admin ops in-process: never started, so no socket; the caller is the owner.
   ControlServer server("", getuid());
-  RegisterAdminHandlers(&server,
-                        AdminSources{backing, m, store->get(), stager.get(), nullptr, nullptr});
+  RegisterAdminHandlers(&server, AdminSources{backing, m, store->get(), stager.get(), nullptr,
+                                              nullptr, getuid(), false});
   PeerCredentials self{getpid(), getuid(), getgid()};
   CallFn call = [&](const nlohmann::json& request) -> Result<nlohmann::json> {
     nlohmann::json reply = nlohmann::json::parse(server.HandleLine(request.dump(), self));
@@ -220,22 +250,28 @@ int RunStage(const StageArgs& a) {
   if (a.hot && a.offline) {
     return UsageError("stage", "--hot needs a running mount (import heat, then stage --hot)");
   }
-  std::vector<std::string> paths;
+  if (a.null_list && a.from_file.empty()) return UsageError("stage", "-0 goes with --from-file");
+  std::vector<std::string> typed;
   std::string mountpoint;
   if (a.offline) {
-    paths = a.positional;
+    typed = a.positional;
   } else {
     if (!a.backing.empty() || !a.cache.empty() || !a.capacity.empty()) {
       return UsageError("stage", "--backing, --cache and --capacity go with --offline");
     }
     if (a.positional.empty()) return UsageError("stage", "MOUNTPOINT is required");
     mountpoint = a.positional[0];
-    paths.assign(a.positional.begin() + 1, a.positional.end());
+    typed.assign(a.positional.begin() + 1, a.positional.end());
   }
+  auto unescaped = UnescapeArguments(typed);
+  if (!unescaped.ok()) return Fail("stage", unescaped.status());
+  std::vector<std::string> paths = std::move(*unescaped);
   if (!a.from_file.empty()) {
-    auto listed = ReadPathList(a.from_file);
+    auto listed = ReadPathList(a.from_file, a.null_list);
     if (!listed.ok()) return Fail("stage", listed.status());
-    if (listed->empty()) return UsageError("stage", "path list " + a.from_file + " is empty");
+    if (listed->empty()) {
+      return UsageError("stage", "path list " + SanitizeText(a.from_file) + " is empty");
+    }
     paths.insert(paths.end(), listed->begin(), listed->end());
   }
   if (paths.empty()) paths.push_back(".");  // the whole dataset
@@ -264,11 +300,19 @@ void RegisterStage(CLI::App& app) {
       "--cache DIR [PATH...]");
   cmd->add_option("ARGS", args->positional,
                   "MOUNTPOINT then PATHs relative to the mount or absolute under it (with "
-                  "--offline: PATHs relative to --backing); directories stage recursively");
-  cmd->add_option("--from-file", args->from_file, "Also stage the paths listed in FILE, one a line")
+                  "--offline: PATHs relative to --backing); directories stage recursively. Names "
+                  "are escaped (\\\\ for a backslash, \\xHH for any byte; see README \"Names "
+                  "with any bytes\"); raw bytes work too");
+  cmd->add_option("--from-file", args->from_file,
+                  "Also stage the paths listed in FILE (- for standard input): one escaped name a "
+                  "line, or with -0 raw names each ended by a NUL byte")
       ->type_name("FILE");
+  cmd->add_flag("-0,--null", args->null_list,
+                "--from-file holds raw names separated by NUL bytes (as `clairfs ls -0` and "
+                "`find -print0` write them)");
   cmd->add_flag("--wait", args->wait,
-                "Wait until every file is staged or failed; exit 1 if any failed");
+                "Wait until every file is staged or failed; exit 1 if any failed or was evicted "
+                "again to make room for later files of the request (it does not fit the cache)");
   cmd->add_option("--priority", args->priority, "Queue priority (default high)")
       ->type_name("high|normal|low");
   cmd->add_flag("--hot", args->hot,

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "planner/darshan_writer.h"
+#include "planner/name_escape.h"
 #include "planner/units.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -32,10 +33,16 @@ const char* const kSizeBucketNames[] = {"POSIX_SIZE_READ_0_100",   "POSIX_SIZE_R
                                         "POSIX_SIZE_READ_4M_10M",  "POSIX_SIZE_READ_10M_100M",
                                         "POSIX_SIZE_READ_100M_1G", "POSIX_SIZE_READ_1G_PLUS"};
 
+// The raw bytes of a name the daemon sent escaped (a Darshan log records names as bytes).
+std::string Raw(const std::string& escaped) {
+  auto raw = UnescapeName(escaped);
+  return raw.ok() ? *raw : escaped;
+}
+
 // Sums the cache and backing counters of one file into Darshan's POSIX counters.
 darshan::FileCounters ToDarshan(const std::string& mountpoint, const nlohmann::json& row) {
   darshan::FileCounters fc;
-  fc.path = mountpoint + "/" + row.at("path").get<std::string>();
+  fc.path = mountpoint + "/" + Raw(row.at("path").get<std::string>());
   auto& c = fc.counters;
   auto& f = fc.fcounters;
   double open_start = -1, open_end = -1, read_start = -1, read_end = -1, close_start = -1,
@@ -100,13 +107,13 @@ Status WriteDarshan(const std::string& out, const nlohmann::json& status,
        "(reads served by the kernel page cache are not seen) split at the FUSE max read size; "
        "read counts are estimated for files opened in kernel passthrough mode (the whole file "
        "counted as one read at open)"},
-      {"clairfs_backing", status.value("backing", std::string())},
+      {"clairfs_backing", Raw(status.value("backing", std::string()))},
       {"clairfs_bytes_from_cache",
        std::to_string(totals.at("cache").value("bytes_read", uint64_t{0}))},
       {"clairfs_bytes_from_backing",
        std::to_string(totals.at("backing").value("bytes_read", uint64_t{0}))}};
-  std::string mountpoint = status.value("mountpoint", std::string());
-  job.exe = "clairfs-fuse-daemon mount " + status.value("backing", std::string()) + " " +
+  std::string mountpoint = Raw(status.value("mountpoint", std::string()));
+  job.exe = "clairfs-fuse-daemon mount " + Raw(status.value("backing", std::string())) + " " +
             mountpoint + " (pid " + std::to_string(status.value("pid", 0)) + ")";
   job.mounts = {{"fuse.clairfs", mountpoint}};
   std::vector<darshan::FileCounters> files;
@@ -139,6 +146,9 @@ void PrintHuman(const nlohmann::json& stats, size_t top) {
                                            b.value("reads", uint64_t{0})),
            FormatBytes(c.value("bytes_read", uint64_t{0})).c_str(),
            FormatBytes(b.value("bytes_read", uint64_t{0})).c_str());
+  }
+  if (!stats.value("per_file", true)) {
+    printf("(per-file counters are shown only to root and the user who mounted)\n");
   }
   printf("\n%llu files have counters. Note: %s\n",
          static_cast<unsigned long long>(stats.value("files_with_counters", uint64_t{0})),
@@ -178,10 +188,13 @@ void RegisterStats(CLI::App& app) {
       "Per-file and total I/O counters of a mount (Darshan POSIX-style: opens, reads, bytes,\n"
       "max byte, size histogram, consecutive/sequential reads, read time, timestamps), split by\n"
       "source (local cache or backing store). Counts what reaches the daemon, merged when each\n"
-      "file is closed. With --darshan, writes them as a Darshan log (format 3.41).");
+      "file is closed. With --darshan, writes them as a Darshan log (format 3.41).\n"
+      "Per-file rows are shown to root and the user who mounted only; other users of an\n"
+      "allow_other mount get the totals, those of a private mount nothing.");
   cmd->add_option("MOUNTPOINT", args->mountpoint, "The mountpoint")->required();
   cmd->add_option("--top", args->top, "Files to list, most bytes read first (0 = all; 20)");
-  cmd->add_flag("--json", args->json, "Print the counters as JSON");
+  cmd->add_flag("--json", args->json,
+                "Print the counters as JSON (paths escaped: see README \"Names with any bytes\")");
   cmd->add_option("--darshan", args->darshan,
                   "Write a Darshan log of every file's counters to this new file")
       ->type_name("OUT.darshan");

@@ -1,6 +1,15 @@
 // `clairfs umount`: unmounts a clairfs mount and waits for its daemon to flush and exit.
+//
+// The wait needs no control connection (other users may hold every connection they are allowed,
+// or the daemon may be too busy to answer): before unmounting, the command opens the daemon's
+// liveness lock (fs/control_socket_dir.h), found in the mount owner's control directories and
+// fallback directories (or the directory the mount root's "user.clairfs.control" names), and
+// afterwards waits until the daemon
+// no longer holds it, which happens only when the process exits. Without a lock (a daemon of an
+// older version) it falls back to the pid from `status`.
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -8,6 +17,7 @@
 #include <memory>
 #include <thread>
 
+#include "fs/control_socket_dir.h"
 #include "fs/daemon.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -78,6 +88,27 @@ int UnmountAfterListAhead(const std::string& mountpoint, int timeout, std::strin
   return RunFusermount("-u", mountpoint, err);
 }
 
+// The daemon's liveness lock, looked for without talking to the daemon first: the attribute that
+// names a directory nobody could predict (mkdtemp) is read only when the usual places have none.
+HeldDaemonLock FindDaemonLock(const std::string& mountpoint) {
+  auto owner = ClairfsMountOwner(mountpoint);
+  if (!owner.ok()) return {};
+  const char* xdg = getuid() == *owner ? getenv("XDG_RUNTIME_DIR") : nullptr;
+  std::vector<std::string> dirs = ControlDirCandidates(*owner, xdg);
+  for (const std::string& dir : FallbackControlDirs(*owner)) dirs.push_back(dir);
+  for (const std::string& dir : dirs) {
+    HeldDaemonLock lock = OpenHeldDaemonLock(dir, mountpoint, *owner);
+    if (lock.fd >= 0) return lock;
+  }
+  char value[4096];
+  ssize_t n = getxattr(mountpoint.c_str(), "user.clairfs.control", value, sizeof(value));
+  if (n <= 0) return {};
+  std::string socket(value, static_cast<size_t>(n));
+  const size_t slash = socket.rfind('/');
+  if (slash == std::string::npos || slash == 0) return {};
+  return OpenHeldDaemonLock(socket.substr(0, slash), mountpoint, *owner);
+}
+
 int Umount(const UmountArgs& a) {
   auto canonical = CanonicalMountpoint(a.mountpoint);
   std::string mp = canonical.ok() ? *canonical : a.mountpoint;
@@ -87,14 +118,26 @@ int Umount(const UmountArgs& a) {
   if (canonical.ok() && !IsMountpoint(mp)) {
     return Fail("umount", Status::Error(EINVAL, mp + " is not mounted"));
   }
+  HeldDaemonLock lock;
   pid_t daemon_pid = -1;
   if (canonical.ok()) {
-    if (auto client = ControlClient::Connect(mp, 5000); client.ok()) {
-      if (auto status = client->Call({{"op", "status"}}); status.ok()) {
-        daemon_pid = status->value("pid", -1);
+    lock = FindDaemonLock(mp);
+    daemon_pid = lock.pid;
+    if (lock.fd < 0) {
+      if (auto client = ControlClient::Connect(mp, 5000); client.ok()) {
+        if (auto status = client->Call({{"op", "status"}}); status.ok()) {
+          const nlohmann::json pid = status->value("pid", nlohmann::json(-1));
+          if (pid.is_number_integer()) daemon_pid = pid.get<pid_t>();
+        }
       }
     }
   }
+  struct CloseAtReturn {
+    int fd;
+    ~CloseAtReturn() {
+      if (fd >= 0) close(fd);
+    }
+  } close_lock{lock.fd};
   std::string err;
   int rc = a.lazy ? RunFusermount("-uz", mp, &err) : UnmountAfterListAhead(mp, a.timeout, &err);
   if (rc != 0) {
@@ -108,14 +151,15 @@ int Umount(const UmountArgs& a) {
     return Fail("umount", Status::Error(EIO, "fusermount3 failed: " + err));
   }
   // The daemon flushes its index and exits once the kernel closes the session.
-  if (daemon_pid > 0 && !a.lazy) {
+  if ((lock.fd >= 0 || daemon_pid > 0) && !a.lazy) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.timeout);
-    while (ProcessRunning(daemon_pid)) {
+    while (lock.fd >= 0 ? DaemonLockHeld(lock.fd) : ProcessRunning(daemon_pid)) {
       if (std::chrono::steady_clock::now() > deadline) {
         return Fail(
             "umount",
             Status::Error(ETIMEDOUT, "unmounted " + mp + ", but the daemon (pid " +
-                                         std::to_string(daemon_pid) + ") has not exited yet"));
+                                         std::to_string(daemon_pid) + ") has not exited after " +
+                                         std::to_string(a.timeout) + " s"));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -133,7 +177,10 @@ void RegisterUmount(CLI::App& app) {
   cmd->add_option("MOUNTPOINT", args->mountpoint, "The mountpoint")->required();
   cmd->add_flag("--lazy", args->lazy,
                 "Detach now even if files are open; the daemon exits when they are closed");
-  cmd->add_option("--timeout", args->timeout, "Seconds to wait for the daemon to exit (60)");
+  cmd->add_option("--timeout", args->timeout,
+                  "Seconds to wait for the daemon to exit, 1 or more (60); checked before "
+                  "anything is unmounted")
+      ->check(CLI::Range(1, 7 * 86400));
   cmd->callback([args]() { SetExitCode(Umount(*args)); });
 }
 
