@@ -243,6 +243,23 @@ TEST_F(MountArguments, ARelativeLogFileIsTheCallersAndGetsTheDaemonsLines) {
   EXPECT_NE(log.find("unmounting"), std::string::npos) << log;
 }
 
+TEST_F(MountArguments, ARelativeListFileOfAPlanIsTheCallers) {
+  MakeDirs(dir_ / "work");
+  WriteFile(dir_ / "work/plan.list", "# epoch 0\nf\n# epoch 1\nf\n");
+  MountGuard guard(mnt_);
+  // The daemon reads the list after it moved to "/": the command makes the path absolute.
+  CommandResult r =
+      testing::Shell("cd '" + (dir_ / "work") + "' && '" + ClairfsBin() + "' mount '" + backing_ +
+                     "' '" + mnt_ + "' --cache '" + cache_ + "' --plan list:plan.list");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult status = Cli({"status", mnt_, "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const auto plan = nlohmann::json::parse(status.out)["plan"];
+  ASSERT_FALSE(plan.is_null());
+  EXPECT_NE(plan.dump().find(dir_ / "work/plan.list"), std::string::npos) << plan.dump();
+  EXPECT_EQ(Cli({"umount", mnt_}).exit_code, 0);
+}
+
 TEST_F(MountArguments, FsckByAUserWhoCannotReadTheCacheSaysSo) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run fsck as nobody";
   if (testing::Run({"sh", "-c", "command -v setpriv"}).exit_code != 0) {

@@ -1,4 +1,7 @@
 // `clairfs mount`: parses flags and -o options into MountOptions and runs the daemon.
+#include <limits.h>
+#include <unistd.h>
+
 #include <memory>
 
 #include "fs/daemon.h"
@@ -14,6 +17,15 @@ struct MountArgs {
   std::vector<std::string> items;  // key[=value] in the order given; -o lists are split later
   std::vector<std::string> o_lists;
 };
+
+// "list:FILE" with FILE made absolute against the current directory: the daemon reads it after
+// it has moved to "/", where a relative FILE would name another file. Other specs as given.
+std::string WithAbsoluteListFile(const std::string& spec) {
+  if (spec.rfind("list:", 0) != 0 || spec.size() <= 5 || spec[5] == '/') return spec;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return spec;  // then the daemon's error names it
+  return "list:" + std::string(cwd) + "/" + spec.substr(5);
+}
 
 }  // namespace
 
@@ -176,6 +188,8 @@ void RegisterMount(CLI::App& app) {
     items.insert(items.end(), args->items.begin(), args->items.end());
     Status st = ApplyMountOptionItems(items, &options);
     if (!st.ok()) return SetExitCode(UsageError("mount", st.message()));
+    options.plan = WithAbsoluteListFile(options.plan);
+    options.plan_layout = WithAbsoluteListFile(options.plan_layout);
     SetExitCode(RunMountDaemon(options));
   });
 }
