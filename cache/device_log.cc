@@ -55,8 +55,9 @@ void CacheDeviceLog::MaybeEndLocked(DeviceCondition condition, State* s, uint64_
 }
 
 void CacheDeviceLog::Failed(DeviceCondition condition, const Status& why) {
-  const uint64_t now = env_->NowMonotonicNanos();
   std::lock_guard<std::mutex> lock(mu_);
+  // Read under the lock: times then only grow from one event to the next.
+  const uint64_t now = env_->NowMonotonicNanos();
   State* s = &states_[static_cast<int>(condition)];
   MaybeEndLocked(condition, s, now);
   const std::string head = "cache device " + std::string(NameOf(condition)) + " (" + device_ + ")";
@@ -67,7 +68,7 @@ void CacheDeviceLog::Failed(DeviceCondition condition, const Status& why) {
               (condition == DeviceCondition::kFull
                    ? "; files that need room are not staged until it has room again"
                    : "; staging fails until it works again") +
-              " (they stay served from the backing store; counts follow at most every " +
+              " (files stay served from the backing store; counts follow at most every " +
               Duration(interval_ns_) + ")");
     return;
   }
@@ -85,8 +86,8 @@ void CacheDeviceLog::Failed(DeviceCondition condition, const Status& why) {
 }
 
 void CacheDeviceLog::Published() {
-  const uint64_t now = env_->NowMonotonicNanos();
   std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t now = env_->NowMonotonicNanos();
   for (int c = 0; c < 2; ++c) {
     State* s = &states_[c];
     if (!s->active) continue;
@@ -96,8 +97,8 @@ void CacheDeviceLog::Published() {
 }
 
 void CacheDeviceLog::Flush() {
-  const uint64_t now = env_->NowMonotonicNanos();
   std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t now = env_->NowMonotonicNanos();
   for (int c = 0; c < 2; ++c) {
     State* s = &states_[c];
     if (!s->active) continue;

@@ -17,7 +17,8 @@
 // Each failure is one file not staged; that file stays served from the backing store.
 //
 // Thread-safety: all methods may be called concurrently; one mutex guards the state (a line is
-// written under it: one write(2), no other lock taken). Time comes from the Env's monotonic clock.
+// written under it: one write(2), no other lock taken). Time is the Env's monotonic clock, read
+// under the mutex so that it never goes back from one event to the next.
 #pragma once
 
 #include <cstdint>
