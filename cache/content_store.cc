@@ -10,6 +10,7 @@
 
 #include "planner/fnv1a.h"
 #include "planner/log.h"
+#include "planner/units.h"
 
 namespace clairfs {
 namespace {
@@ -76,23 +77,49 @@ Result<CacheEntryRecord> DecodeCacheEntry(std::string_view b) {
 }
 
 ContentStore::ContentStore(CacheDir* dir, IndexDb* index, Env* env,
-                           const ContentStoreOptions& options,
+                           const ContentStoreOptions& options, uint64_t index_reserve,
                            std::unique_ptr<EvictionPolicy> policy)
     : dir_(dir),
       index_(index),
       env_(env),
       options_(options),
+      index_reserve_(index_reserve),
+      floor_(options.min_free + index_reserve),
       capacity_(options.capacity),
       policy_(std::move(policy)),
-      next_generation_(env->NowRealtimeNanos()) {}
+      next_generation_(env->NowRealtimeNanos()),
+      device_log_(dir->root(), env) {}
 
 ContentStore::~ContentStore() = default;
 
 Result<std::unique_ptr<ContentStore>> ContentStore::Open(CacheDir* dir, IndexDb* index, Env* env,
                                                          const ContentStoreOptions& options,
                                                          std::unique_ptr<EvictionPolicy> policy) {
-  auto store =
-      std::unique_ptr<ContentStore>(new ContentStore(dir, index, env, options, std::move(policy)));
+  struct statvfs vfs;
+  CLAIRFS_RETURN_IF_ERROR(env->StatVfs(dir->root(), &vfs));
+  const uint64_t device_size = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  struct stat root_st, index_st;
+  CLAIRFS_RETURN_IF_ERROR(env->Lstat(dir->root(), &root_st));
+  CLAIRFS_RETURN_IF_ERROR(env->Lstat(index->dir(), &index_st));
+  // The index on the cache device: room for its log (see the header).
+  const uint64_t index_reserve =
+      root_st.st_dev == index_st.st_dev ? std::min(kIndexReserve, device_size / 16) : 0;
+  // A floor at or above the device's size leaves no room for any copy: surely a mistyped size
+  // (999P), which would otherwise only show as nothing ever being staged.
+  if (device_size > 0 && options.min_free >= device_size) {
+    return Status::Invalid("the free-space floor (--min-free) " + FormatBytes(options.min_free) +
+                           " is not below the size of the cache device of " + dir->root() + " (" +
+                           FormatBytes(device_size) + ")");
+  }
+  if (device_size > 0 && options.capacity > device_size) {
+    Log(LogLevel::kWarn,
+        "cache %s: capacity %s is more than the cache device (%s): the device's free space "
+        "bounds the cache",
+        dir->root().c_str(), FormatBytes(options.capacity).c_str(),
+        FormatBytes(device_size).c_str());
+  }
+  auto store = std::unique_ptr<ContentStore>(
+      new ContentStore(dir, index, env, options, index_reserve, std::move(policy)));
   CLAIRFS_RETURN_IF_ERROR(store->Recover());
   return store;
 }
@@ -211,7 +238,7 @@ bool ContentStore::Contains(const std::string& path) {
 bool ContentStore::FitsLocked(uint64_t need, uint64_t device_free) const {
   if (capacity_ > 0 && used_bytes_ + reserved_bytes_ + need > capacity_) return false;
   // Reserved space is not yet allocated on the device, so it still counts against free space.
-  if (device_free < reserved_bytes_ + need + options_.min_free) return false;
+  if (device_free < reserved_bytes_ + need + floor_) return false;
   return true;
 }
 
@@ -220,7 +247,7 @@ Result<uint64_t> ContentStore::RoomWithoutEviction() {
   CLAIRFS_RETURN_IF_ERROR(env_->StatVfs(dir_->root(), &vfs));
   const uint64_t device_free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
   std::lock_guard<std::mutex> lock(space_mu_);
-  const uint64_t floor = reserved_bytes_ + options_.min_free;
+  const uint64_t floor = reserved_bytes_ + floor_;
   uint64_t room = device_free > floor ? device_free - floor : 0;
   if (capacity_ > 0) {
     const uint64_t occupied = used_bytes_ + reserved_bytes_;
@@ -229,18 +256,55 @@ Result<uint64_t> ContentStore::RoomWithoutEviction() {
   return room;
 }
 
+std::string ContentStore::FloorText() const {
+  std::string text = FormatBytes(floor_) + " (--min-free " + FormatBytes(options_.min_free);
+  if (index_reserve_ > 0) text += ", plus " + FormatBytes(index_reserve_) + " for the index";
+  return text + ")";
+}
+
+Status ContentStore::NoRoom(uint64_t need, const std::string& for_path, bool may_evict,
+                            uint64_t device_free) {
+  bool device_short = false;
+  {
+    std::lock_guard<std::mutex> lock(space_mu_);
+    device_short = device_free < reserved_bytes_ + need + floor_;
+  }
+  if (device_short) {
+    // Not the capacity but the device: full (of other data, or of copies the policy keeps).
+    device_log_.Failed(
+        DeviceCondition::kFull,
+        Status::Error(ENOSPC, FormatBytes(device_free) + " free, less than " + FormatBytes(need) +
+                                  " for a copy above the free-space floor of " + FloorText() +
+                                  (may_evict ? " with no copy left to evict" : "")));
+  }
+  if (!may_evict) {
+    return Status::Error(ENOSPC, "no room in the cache for " + for_path + " (" +
+                                     std::to_string(need) + " bytes) without evicting");
+  }
+  return Status::Error(ENOSPC, "no room in the cache for " + for_path + " (" +
+                                   std::to_string(need) +
+                                   " bytes) and nothing to evict (every copy is pinned, in "
+                                   "use, or ranked above it by the eviction policy)");
+}
+
 Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path, bool may_evict) {
   for (;;) {
+    uint64_t device_free = 0;
     {
       struct statvfs vfs;
-      CLAIRFS_RETURN_IF_ERROR(env_->StatVfs(dir_->root(), &vfs));
-      uint64_t device_free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      Status st = env_->StatVfs(dir_->root(), &vfs);
+      if (!st.ok()) {
+        device_log_.Failed(st);
+        return st;
+      }
+      device_free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
       uint64_t device_size = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
-      if (device_size > 0 && need + options_.min_free > device_size) {
+      if (device_size > 0 && need + floor_ > device_size) {
         // Hopeless even on an empty device: refuse before evicting anything for it.
         return Status::Error(EFBIG, for_path + " (" + std::to_string(need) +
-                                        " bytes) does not fit on the cache device above its " +
-                                        std::to_string(options_.min_free) + "-byte free floor");
+                                        " bytes) does not fit on the cache device above its "
+                                        "free-space floor of " +
+                                        FloorText());
       }
       std::lock_guard<std::mutex> lock(space_mu_);
       if (FitsLocked(need, device_free)) {
@@ -248,10 +312,7 @@ Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path, bool m
         return Status::Ok();
       }
     }
-    if (!may_evict) {
-      return Status::Error(ENOSPC, "no room in the cache for " + for_path + " (" +
-                                       std::to_string(need) + " bytes) without evicting");
-    }
+    if (!may_evict) return NoRoom(need, for_path, may_evict, device_free);
     auto victim = policy_->PickVictimToAdmit(for_path, [&](const std::string& p) {
       if (p == for_path) return false;
       Shard& shard = ShardFor(p);
@@ -259,12 +320,7 @@ Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path, bool m
       auto it = shard.entries.find(p);
       return it != shard.entries.end() && !it->second.pinned;
     });
-    if (!victim) {
-      return Status::Error(ENOSPC, "no room in the cache for " + for_path + " (" +
-                                       std::to_string(need) +
-                                       " bytes) and nothing to evict (every copy is pinned, in "
-                                       "use, or ranked above it by the eviction policy)");
-    }
+    if (!victim) return NoRoom(need, for_path, may_evict, device_free);
     Status st = RemoveEntry(*victim, /*force=*/false, /*count_eviction=*/true);
     if (!st.ok() && st.code() != ENOENT) return st;
   }
@@ -299,6 +355,7 @@ Result<StagingSlot> ContentStore::BeginStaging(const std::string& path, uint64_t
   slot.temp_path = dir_->tmp_dir() + "/" + slot.data_name.substr(3);
   auto fd = env_->Open(slot.temp_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (!fd.ok()) {
+    device_log_.Failed(fd.status());
     Abort(&slot);
     return fd.status();
   }
@@ -330,7 +387,10 @@ void ContentStore::Abort(StagingSlot* slot) {
 
 Status ContentStore::SyncData(StagingSlot* slot) {
   Status st = env_->Fsync(slot->fd);
-  if (!st.ok()) return st.WithContext("stage " + slot->path);
+  if (!st.ok()) {
+    device_log_.Failed(st);
+    return st.WithContext("stage " + slot->path);
+  }
   slot->data_synced = true;
   return Status::Ok();
 }
@@ -345,6 +405,11 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
   auto fail = [&](CommitItem* item, Status why) {
     Abort(item->slot);
     item->status = std::move(why);
+  };
+  // A step on the device failed for this copy (SyncData and MakeRoom count their own).
+  auto fail_on_device = [&](CommitItem* item, Status why) {
+    device_log_.Failed(why);
+    fail(item, std::move(why));
   };
   // 1. Per copy: bytes durable, size as expected, fd closed, room for what was really allocated.
   struct Ready {
@@ -367,19 +432,22 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
     struct stat sb;
     Status st = env_->Fstat(slot->fd, &sb);
     if (!st.ok()) {
-      fail(&item, st);
+      fail_on_device(&item, st);
       continue;
     }
     if (static_cast<uint64_t>(sb.st_size) != item.identity.size) {
-      fail(&item,
-           Status::Error(EIO, "stage " + slot->path + ": copied " + std::to_string(sb.st_size) +
-                                  " bytes, expected " + std::to_string(item.identity.size)));
+      // The copier's mistake, not the device's: one line for this file.
+      Status wrong =
+          Status::Error(EIO, "stage " + slot->path + ": copied " + std::to_string(sb.st_size) +
+                                 " bytes, expected " + std::to_string(item.identity.size));
+      Log(LogLevel::kWarn, "%s (copy dropped)", wrong.message().c_str());
+      fail(&item, std::move(wrong));
       continue;
     }
     st = env_->Close(slot->fd);
     slot->fd = -1;
     if (!st.ok()) {
-      fail(&item, st);
+      fail_on_device(&item, st);
       continue;
     }
     uint64_t alloc = AllocatedBytes(sb);
@@ -410,7 +478,7 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
     r.data_path = dir_->data_dir() + "/" + slot->data_name;
     Status st = env_->Rename(slot->temp_path, r.data_path);
     if (!st.ok()) {
-      fail(r.item, st);
+      fail_on_device(r.item, st);
       continue;
     }
     slot->temp_path.clear();
@@ -422,7 +490,7 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
   auto fail_all = [&](const Status& why) {
     for (Ready& r : renamed) {
       (void)env_->Unlink(r.data_path);
-      fail(r.item, why);
+      fail_on_device(r.item, why);
     }
   };
 
@@ -447,6 +515,7 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
   if (!st.ok()) return fail_all(st);
 
   // 5. Served from now on.
+  device_log_.Published();
   for (size_t i = 0; i < renamed.size(); ++i) {
     StagingSlot* slot = renamed[i].item->slot;
     const uint64_t alloc = renamed[i].alloc;

@@ -24,6 +24,18 @@
 // is published (evicting, unless the slot may not), or the copy is dropped (ENOSPC). A file larger
 // than the capacity is refused (EFBIG) and stays served from the backing store.
 //
+// The index's room: RocksDB on the cache device must never meet ENOSPC (its write-ahead log
+// grows between flushes; a failed log write aborts the daemon in Debian's RocksDB 7.8), so when
+// the index lives on the cache device the floor is --min-free plus kIndexReserve (64 MiB, or a
+// sixteenth of a smaller device): room for two 16 MiB write buffers' log and their flush.
+//
+// The device: a copy refused because the device's free space is below the floor (with nothing
+// left to evict), and any error the device gives a copy (here, or reported by the stagers through
+// ReportDeviceError), is counted by one CacheDeviceLog: a line when the device becomes full or
+// lost, counts at most once a minute, a line when it is over; never a line per file. Open()
+// refuses a --min-free that is not below the device's size (EINVAL) and logs a capacity larger
+// than the device.
+//
 // Threading: all methods are thread-safe. Find() (the open path) takes one shard mutex briefly and
 // does no I/O. Lock order: policy mutex -> shard mutex -> space mutex; no lock is held across I/O
 // except the space mutex around statvfs of the cache device.
@@ -42,6 +54,7 @@
 #include <vector>
 
 #include "cache/cache_dir.h"
+#include "cache/device_log.h"
 #include "cache/env.h"
 #include "cache/eviction_policy.h"
 #include "cache/index_db.h"
@@ -154,12 +167,19 @@ class ContentStore {
   std::vector<std::string> Paths();
   ContentStoreStats stats();
   uint64_t capacity() const { return capacity_; }
+  // The free space kept on the device: --min-free, plus the index's room when it is there.
+  uint64_t free_floor() const { return floor_; }
+  static constexpr uint64_t kIndexReserve = uint64_t{64} << 20;
   // Bytes that can be reserved now without evicting anything (capacity and free-space floor).
   Result<uint64_t> RoomWithoutEviction();
   // The space BeginStaging reserves for a file of `size` bytes: its size in whole 4 KiB blocks.
   // CommitBatch reserves the rest (evicting, if the slot may) when the copy's st_blocks say more.
   static uint64_t EstimateAlloc(uint64_t size);
   EvictionPolicy* policy() { return policy_.get(); }
+  // A copy failed on the cache device outside the store (a stager's write or fsync): counted
+  // toward the device's full or lost condition (see the top of this file).
+  void ReportDeviceError(const Status& error) { device_log_.Failed(error); }
+  CacheDeviceLog& device_log() { return device_log_; }
 
  private:
   struct Entry {
@@ -177,11 +197,16 @@ class ContentStore {
   static constexpr size_t kShards = 16;
 
   ContentStore(CacheDir* dir, IndexDb* index, Env* env, const ContentStoreOptions& options,
-               std::unique_ptr<EvictionPolicy> policy);
+               uint64_t index_reserve, std::unique_ptr<EvictionPolicy> policy);
   Shard& ShardFor(const std::string& path);
   Status Recover();
   // Evicts until `need` more bytes fit under capacity and min_free. Called without locks.
   Status MakeRoom(uint64_t need, const std::string& for_path, bool may_evict);
+  // MakeRoom found no room: ENOSPC, counted as the device being full when its free space (not
+  // the capacity) is what is short.
+  Status NoRoom(uint64_t need, const std::string& for_path, bool may_evict, uint64_t device_free);
+  // "64.0 MiB (--min-free 0 B, plus 64.0 MiB for the index)".
+  std::string FloorText() const;
   bool FitsLocked(uint64_t need, uint64_t device_free) const;
   Status RemoveEntry(const std::string& path, bool force, bool count_eviction);
   std::string NewDataName(const std::string& path);
@@ -190,6 +215,8 @@ class ContentStore {
   IndexDb* index_;
   Env* env_;
   ContentStoreOptions options_;
+  const uint64_t index_reserve_;  // free space kept for the index (0 when it is elsewhere)
+  const uint64_t floor_;          // options_.min_free + index_reserve_
   uint64_t capacity_;
   std::unique_ptr<EvictionPolicy> policy_;
   std::function<void(const std::string& data_path)> removal_listener_;
@@ -203,6 +230,7 @@ class ContentStore {
   std::atomic<uint64_t> evicted_bytes_{0};
   std::atomic<uint64_t> next_generation_;
   RecoveryReport recovery_;
+  CacheDeviceLog device_log_;
 };
 
 // Encoding of index entries (CACHE/index, family "entries").

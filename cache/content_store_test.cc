@@ -1046,6 +1046,36 @@ TEST(ContentStoreTest, MinFreeHonouredOnATinyTmpfs) {
   }
 }
 
+// The index on the cache device itself (as at every mount): copies fill the device, evicting
+// each other, and the floor keeps room for the index's log. Without that room RocksDB's log
+// write meets ENOSPC and Debian's RocksDB aborts the process (a daemon: the mount dies).
+TEST(ContentStoreTest, AFullDeviceLeavesRoomForTheIndexOnIt) {
+  TempDir tmp;
+  TinyTmpfs tmpfs(tmp);
+  if (!tmpfs.error().empty()) GTEST_SKIP() << tmpfs.error();
+  const std::string& dev = tmpfs.path();
+  auto s = Open(dev + "/cache", Env::Default());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const uint64_t floor = s->store->free_floor();
+  EXPECT_EQ(floor, (uint64_t{2} << 20) / 16);  // a sixteenth of a device below 1 GiB
+  for (int i = 0; i < 600; ++i) {              // 9.4 MiB of copies through a 2 MiB device
+    const std::string path = "f" + std::to_string(i);
+    Status st = Publish(s->store.get(), Env::Default(), path, RandomBytes(16 * 1024, i));
+    ASSERT_TRUE(st.ok()) << path << ": " << st.message();
+    struct statvfs vfs;
+    ASSERT_EQ(statvfs(dev.c_str(), &vfs), 0);
+    // Copies stop at the floor; the index's log grows into the room kept for it, never to 0.
+    ASSERT_GT(static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize, 0u) << path;
+  }
+  EXPECT_GT(s->store->stats().evictions, 400u);
+  EXPECT_TRUE(s->store->Contains("f599"));
+  // The index took every entry and deletion: it reads back after a reopen.
+  Close(&*s);
+  auto again = Open(dev + "/cache", Env::Default());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->store->Contains("f599"));
+}
+
 TEST(ContentStoreTest, MinFreeFromEnv) {
   TempDir tmp;
   std::string root = tmp / "cache";
@@ -1053,7 +1083,9 @@ TEST(ContentStoreTest, MinFreeFromEnv) {
   const uint64_t min_free = 100 << 20;
   auto s = Open(root, &env, ContentStoreOptions{0, min_free});
   ASSERT_TRUE(s.ok());
-  env.SetFreeBytes(min_free + 8192);
+  // The index is on the same device: the floor keeps room for it too.
+  EXPECT_EQ(s->store->free_floor(), min_free + ContentStore::kIndexReserve);
+  env.SetFreeBytes(s->store->free_floor() + 8192);
   ASSERT_TRUE(Publish(s->store.get(), &env, "fits", RandomBytes(4096, 1)).ok());
   // Three blocks would eat into min_free: everything evictable goes, then ENOSPC.
   Status st = Publish(s->store.get(), &env, "nofit", RandomBytes(9000, 2));

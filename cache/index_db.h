@@ -44,6 +44,8 @@ class IndexDb {
   // An iterator over one family (caller deletes).
   std::unique_ptr<rocksdb::Iterator> NewIterator(Family family) const;
   rocksdb::ColumnFamilyHandle* handle(Family family) const { return handles_[family]; }
+  // The directory it was opened in.
+  const std::string& dir() const { return dir_; }
 
   // Empties the manifest families (names, inodes) for a rescan.
   Status ResetManifest();

@@ -298,10 +298,10 @@ Status Stager::CopyOne(const Request& request) {
     if (slot.status().code() == EFBIG || slot.status().code() == ENOSPC) {
       return skip(slot.status());
     }
+    // The device failed (the store counts it toward "cache device lost": no line per file).
     failures_.fetch_add(1);
-    LogOnce("stage-begin-" + std::to_string(slot.status().code()), LogLevel::kWarn,
-            "staging %s failed: %s (files stay served from the backing store; logged once)",
-            request.path.c_str(), slot.status().message().c_str());
+    CLAIRFS_LOG_DEBUG("staging %s failed: %s", request.path.c_str(),
+                      slot.status().message().c_str());
     return slot.status();
   }
   std::unique_ptr<char[]> buffer(new char[options_.chunk_size]);
@@ -365,9 +365,10 @@ Status Stager::CopyOne(const Request& request) {
     }
     failures_.fetch_add(1);
     if (cache_side_error) {
-      LogOnce("stage-write-" + std::to_string(copy_status.code()), LogLevel::kWarn,
-              "staging %s failed: %s (copy dropped; logged once)", request.path.c_str(),
-              copy_status.message().c_str());
+      // Counted toward the device's full or lost condition, which the store logs in a few lines.
+      store_->ReportDeviceError(copy_status);
+      CLAIRFS_LOG_DEBUG("staging %s failed: %s", request.path.c_str(),
+                        copy_status.message().c_str());
     } else {
       Log(LogLevel::kWarn, "staging %s failed: %s", request.path.c_str(),
           copy_status.message().c_str());
@@ -385,10 +386,9 @@ Status Stager::CopyOne(const Request& request) {
     store_->Abort(&*slot);
   }
   if (!st.ok()) {
+    // SyncData and the publish count their failures toward the device's condition.
     failures_.fetch_add(1);
-    LogOnce("stage-commit-" + std::to_string(st.code()), LogLevel::kWarn,
-            "publishing %s failed: %s (copy dropped; logged once)", request.path.c_str(),
-            st.message().c_str());
+    CLAIRFS_LOG_DEBUG("publishing %s failed: %s", request.path.c_str(), st.message().c_str());
     return st;
   }
   files_staged_.fetch_add(1);

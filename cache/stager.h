@@ -6,8 +6,10 @@
 // (--stage-bandwidth) so a node cannot flood the PFS. A copy is published only if the backing
 // file's identity equals the expected one before and after the copy; otherwise it is discarded.
 // Backing files are opened beneath the tree's root with no link followed (backing_tree.h).
-// Failures on the cache device (ENOSPC, EIO) drop that copy, are counted, and logged once per kind;
-// the file stays served from the backing store. A file for which the store finds no room without
+// Failures on the cache device (ENOSPC, EIO) drop that copy and are counted (stats().failures)
+// and reported to the store's CacheDeviceLog, which logs the device's full or lost condition in
+// a few lines with counts, never one per file (cache/device_log.h); the file stays served from
+// the backing store. A file for which the store finds no room without
 // evicting a copy it must keep (pinned, ranked above it by the eviction policy, or any copy for a
 // request that may not evict) is skipped, not failed. Nothing here blocks a reader: Enqueue never
 // waits.

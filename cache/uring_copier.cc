@@ -269,7 +269,9 @@ struct UringCopier::Impl {
 
   // Ends a copy that will not be published: closes, aborts the slot, reports, forgets. Only
   // once no operation of it is in flight (the kernel may still use its buffers and fds).
-  void Finish(FileCopy* f, CopyResult result, Status status, bool cache_side = false) {
+  // `counted`: a cache-side failure the store has already counted (cache/device_log.h).
+  void Finish(FileCopy* f, CopyResult result, Status status, bool cache_side = false,
+              bool counted = false) {
     for (Chunk& c : f->chunks) ReleaseChunk(&c);
     Unqueue(f);
     if (f->src_fd >= 0) close(f->src_fd);
@@ -279,9 +281,9 @@ struct UringCopier::Impl {
     if (result == CopyResult::kSkipped) {
       Log(LogLevel::kDebug, "not staging %s: %s", f->job.path.c_str(), status.message().c_str());
     } else if (result == CopyResult::kFailed && cache_side) {
-      LogOnce("stage-write-" + std::to_string(status.code()), LogLevel::kWarn,
-              "staging %s failed: %s (copy dropped; logged once)", f->job.path.c_str(),
-              status.message().c_str());
+      // Counted toward the device's full or lost condition (cache/device_log.h), not a line each.
+      if (!counted) store->ReportDeviceError(status);
+      CLAIRFS_LOG_DEBUG("staging %s failed: %s", f->job.path.c_str(), status.message().c_str());
     } else if (result == CopyResult::kFailed) {
       Log(LogLevel::kWarn, "staging %s failed: %s", f->job.path.c_str(), status.message().c_str());
     }
@@ -311,10 +313,8 @@ struct UringCopier::Impl {
       int code = slot.status().code();
       if (code == EEXIST) return Finish(f, CopyResult::kAlreadyStaged, Status::Ok());
       if (code == EFBIG || code == ENOSPC) return Finish(f, CopyResult::kSkipped, slot.status());
-      LogOnce("stage-begin-" + std::to_string(code), LogLevel::kWarn,
-              "staging %s failed: %s (files stay served from the backing store; logged once)",
-              f->job.path.c_str(), slot.status().message().c_str());
-      return Finish(f, CopyResult::kFailed, slot.status());
+      // The device failed; the store has counted it (cache/device_log.h).
+      return Finish(f, CopyResult::kFailed, slot.status(), /*cache_side=*/true, /*counted=*/true);
     }
     f->slot = std::move(*slot);
     f->has_slot = true;
@@ -468,9 +468,8 @@ struct UringCopier::Impl {
         Log(LogLevel::kDebug, "not staging %s: %s", f->job.path.c_str(), st.message().c_str());
         hooks.done(f->job, CopyResult::kSkipped, 0, st);
       } else {
-        LogOnce("stage-commit-" + std::to_string(st.code()), LogLevel::kWarn,
-                "publishing %s failed: %s (copy dropped; logged once)", f->job.path.c_str(),
-                st.message().c_str());
+        // The store counted the device's failure (cache/device_log.h).
+        CLAIRFS_LOG_DEBUG("publishing %s failed: %s", f->job.path.c_str(), st.message().c_str());
         hooks.done(f->job, CopyResult::kFailed, 0, st);
       }
       owned.reset();

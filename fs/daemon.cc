@@ -129,6 +129,23 @@ Result<Preflight> CheckPaths(const MountOptions& o) {
   return p;
 }
 
+// The background daemon's log, opened by the mount command itself (before it forks and the
+// daemon moves to "/"), so that a relative path means what the caller meant and a path that
+// cannot be written fails the mount with one line instead of leaving the daemon logging nowhere.
+// O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of blocking the mount.
+Result<int> OpenDaemonLog(const std::string& path, const std::string& what) {
+  int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+  if (fd < 0) return Status::FromErrno(errno, what + " " + path + " cannot be written");
+  struct stat st;
+  if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    close(fd);
+    return Status::Error(EISDIR, what + " " + path + " is a directory");
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 // Writes the one-line outcome for the waiting parent: "OK" or "ERR <message>".
 void ReportToParent(int fd, const std::string& line) {
   if (fd < 0) return;
@@ -532,6 +549,16 @@ int RunMountDaemon(MountOptions options) {
     fprintf(stderr, "clairfs mount: %s\n", cache_dir.status().message().c_str());
     return 1;
   }
+  int log_fd = -1;  // the background daemon's stderr once it serves (foreground: stderr stays)
+  if (!options.foreground) {
+    auto log = options.log_file.empty() ? OpenDaemonLog(paths->cache + "/daemon.log", "log file")
+                                        : OpenDaemonLog(options.log_file, "--log-file");
+    if (!log.ok()) {
+      fprintf(stderr, "clairfs mount: %s\n", log.status().message().c_str());
+      return 1;
+    }
+    log_fd = *log;
+  }
 
   // Fork before RocksDB, io_uring or any thread exists; the parent waits for the verdict.
   int ready_fd = -1;
@@ -549,6 +576,7 @@ int RunMountDaemon(MountOptions options) {
     }
     if (pid > 0) {
       close(pipefd[1]);
+      close(log_fd);
       // Interrupted while the daemon starts (Ctrl-C, or a tool's cleanup): the mount must not
       // come up behind a command that failed. The daemon is stopped at once: before its mount a
       // signal's default action ends it (a cache is consistent after a kill at any instant, and a
@@ -650,13 +678,8 @@ int RunMountDaemon(MountOptions options) {
   if (!options.foreground) {
     // Detach from the caller's stderr: a daemon holding it would hang `$(clairfs mount ...)` or
     // a pipe, and would write onto a terminal after the command returned.
-    if (options.log_file.empty()) options.log_file = daemon.paths.cache + "/daemon.log";
-    int log_fd = open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (log_fd < 0) log_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (log_fd >= 0) {
-      dup2(log_fd, STDERR_FILENO);
-      close(log_fd);
-    }
+    dup2(log_fd, STDERR_FILENO);
+    close(log_fd);
   } else {
     NotifySystemdReady();
   }

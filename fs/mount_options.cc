@@ -2,6 +2,7 @@
 #include "fs/mount_options.h"
 
 #include <cstdlib>
+#include <set>
 
 #include "planner/layout.h"
 #include "planner/plan_spec.h"
@@ -10,23 +11,61 @@
 namespace clairfs {
 namespace {
 
-constexpr int kMaxHeldCopies = 1 << 24;  // each held copy pins an open file in the kernel
+constexpr uint64_t kMaxHeldCopies = 1 << 24;  // each held copy pins an open file in the kernel
 
-Result<int> ParseInt(const std::string& key, const std::string& value, int min, int max) {
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || errno != 0 || v < min || v > max) {
-    return Status::Invalid("option " + key + "=" + value + ": expected an integer from " +
-                           std::to_string(min) + " to " + std::to_string(max));
-  }
-  return static_cast<int>(v);
+// What an error calls option `k` (underscored): the flag and the -o key, since either form may
+// have been used ("--min-free (-o min_free)").
+std::string OptionName(const std::string& k) {
+  std::string flag = k;
+  for (auto& c : flag)
+    if (c == '_') c = '-';
+  return "--" + flag + " (-o " + k + ")";
 }
 
 bool IsMountHelperOption(const std::string& key) {
   return key == "_netdev" || key == "nofail" || key == "defaults" || key == "auto" ||
          key == "noauto" || key == "user" || key == "users" || key == "nouser" ||
          key.rfind("x-", 0) == 0 || key == "rw" || key == "ro";
+}
+
+// The clairfs setting an -o key (underscored) sets, "" for FUSE, kernel and mount(8) options.
+// Keys that set one field one way or the other share a setting.
+std::string SettingOf(const std::string& k) {
+  static const char* const kSettings[] = {
+      "cache",        "capacity",        "min_free",     "foreground",    "read_through",
+      "revalidate",   "manifest",        "attr_timeout", "stage_threads", "fuse_uring_threads",
+      "scan_threads", "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
+      "held_copies",  "list_ahead",      "sched",        "fuse_uring",    "log_file",
+      "plan",         "layout",          "layout_root",  "plan_window",   "metrics_file"};
+  if (k == "no_read_through") return "read_through";
+  for (const char* setting : kSettings) {
+    if (k == setting) return setting;
+  }
+  return "";
+}
+
+std::string Underscored(const std::string& key) {
+  std::string k = key;
+  for (auto& c : k)
+    if (c == '-') c = '_';
+  return k;
+}
+
+// Seconds as digits with an optional fraction ("86400", "0.5"): no sign, exponent or hex.
+bool ParseSeconds(const std::string& value, double* seconds) {
+  size_t digits = 0, dots = 0;
+  for (char c : value) {
+    if (c >= '0' && c <= '9') {
+      ++digits;
+    } else if (c == '.' && dots == 0 && digits > 0) {
+      ++dots;
+    } else {
+      return false;
+    }
+  }
+  if (digits == 0 || value.back() == '.') return false;
+  *seconds = std::strtod(value.c_str(), nullptr);
+  return true;
 }
 
 }  // namespace
@@ -37,13 +76,21 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   std::string key = item.substr(0, eq);
   std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
   bool has_value = eq != std::string::npos;
-  auto need_value = [&]() {
-    return Status::Invalid("option " + key + " needs a value (" + key + "=...)");
-  };
   // Dashes and underscores are interchangeable so flags and -o keys match (min-free, min_free).
-  std::string k = key;
-  for (auto& c : k)
-    if (c == '-') c = '_';
+  const std::string k = Underscored(key);
+  auto invalid = [&](const std::string& why) {
+    return Status::Invalid(OptionName(k) + ": " + why);
+  };
+  auto need_value = [&]() { return invalid("needs a value (-o " + k + "=...)"); };
+  auto expected = [&](const std::string& what) {
+    return invalid("'" + value + "' is not " + what);
+  };
+  auto count = [&](uint64_t min, uint64_t max) -> Result<uint64_t> {
+    if (!has_value) return need_value();
+    auto n = ParseCount(value, min, max);
+    if (!n.ok()) return invalid(n.status().message());
+    return n;
+  };
 
   if (k == "cache") {
     if (!has_value || value.empty()) return need_value();
@@ -51,7 +98,7 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   } else if (k == "capacity" || k == "min_free") {
     if (!has_value) return need_value();
     auto size = ParseSize(value);
-    if (!size.ok()) return size.status().WithContext("option " + key);
+    if (!size.ok()) return invalid(size.status().message());
     (k == "capacity" ? o->capacity : o->min_free) = *size;
   } else if (k == "foreground") {
     o->foreground = true;
@@ -65,82 +112,64 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     else if (value == "open")
       o->revalidate = Revalidate::kOpen;
     else
-      return Status::Invalid("option revalidate=" + value + ": expected never or open");
+      return expected("never or open");
   } else if (k == "manifest") {
     if (value == "rescan")
       o->manifest = ManifestMode::kRescan;
     else if (value == "reuse")
       o->manifest = ManifestMode::kReuse;
     else
-      return Status::Invalid("option manifest=" + value + ": expected rescan or reuse");
+      return expected("rescan or reuse");
   } else if (k == "attr_timeout") {
     if (!has_value) return need_value();
-    char* end = nullptr;
-    double t = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || !(t >= 0) || t > 1e9) {
-      return Status::Invalid("option attr_timeout=" + value + ": expected seconds >= 0");
-    }
+    double t = 0;
+    if (!ParseSeconds(value, &t) || t > 1e9) return expected("a number of seconds from 0 to 1e9");
     o->attr_timeout = t;
   } else if (k == "stage_threads") {
-    auto n = ParseInt(key, value, 1, 1024);
+    auto n = count(1, 1024);
     if (!n.ok()) return n.status();
-    o->stage_threads = *n;
+    o->stage_threads = static_cast<int>(*n);
   } else if (k == "fuse_uring_threads") {
-    auto n = ParseInt(key, value, 1, 64);
+    auto n = count(1, 64);
     if (!n.ok()) return n.status();
-    o->fuse_uring_threads = *n;
+    o->fuse_uring_threads = static_cast<int>(*n);
   } else if (k == "scan_threads") {
-    auto n = ParseInt(key, value, 1, 256);
+    auto n = count(1, 256);
     if (!n.ok()) return n.status();
-    o->scan_threads = *n;
+    o->scan_threads = static_cast<int>(*n);
   } else if (k == "stage_bandwidth") {
+    if (!has_value) return need_value();
     auto bw = ParseBandwidthMBps(value);
-    if (!bw.ok()) return bw.status().WithContext("option " + key);
+    if (!bw.ok()) return invalid(bw.status().message());
     o->stage_bandwidth = *bw;
   } else if (k == "read_mode") {
-    if (value != "pread" && value != "splice") {
-      return Status::Invalid("option read_mode=" + value + ": expected pread or splice");
-    }
+    if (value != "pread" && value != "splice") return expected("pread or splice");
     o->read_mode = value;
   } else if (k == "passthrough") {
-    if (value != "auto" && value != "on" && value != "off") {
-      return Status::Invalid("option passthrough=" + value + ": expected auto, on or off");
-    }
+    if (value != "auto" && value != "on" && value != "off") return expected("auto, on or off");
     o->passthrough = value;
   } else if (k == "hold_ahead") {
-    if (value != "on" && value != "off") {
-      return Status::Invalid("option hold_ahead=" + value + ": expected on or off");
-    }
+    if (value != "on" && value != "off") return expected("on or off");
     o->hold_ahead = value == "on";
   } else if (k == "held_copies") {
-    auto n = ParseInt(key, value, 0, kMaxHeldCopies);
-    if (!n.ok()) {
-      return Status::Invalid("option held_copies=" + value + ": expected a number from 0 to " +
-                             std::to_string(kMaxHeldCopies));
-    }
-    o->held_copies = static_cast<uint64_t>(*n);
+    auto n = count(0, kMaxHeldCopies);
+    if (!n.ok()) return n.status();
+    o->held_copies = *n;
   } else if (k == "list_ahead") {
     if (value == "off") {
       o->list_ahead = 0;
     } else if (value == "on") {
       o->list_ahead = kDefaultListAheadNames;
     } else {
-      auto n = ParseInt(key, value, 0, 1'000'000'000);
-      if (!n.ok()) {
-        return Status::Invalid("option list_ahead=" + value +
-                               ": expected on, off or a number of names");
-      }
-      o->list_ahead = static_cast<uint64_t>(*n);
+      auto n = ParseCount(value, 0, 1'000'000'000);
+      if (!n.ok()) return expected("on, off or a number of names from 0 to 1000000000");
+      o->list_ahead = *n;
     }
   } else if (k == "sched") {
-    if (value != "batch" && value != "normal") {
-      return Status::Invalid("option sched=" + value + ": expected batch or normal");
-    }
+    if (value != "batch" && value != "normal") return expected("batch or normal");
     o->sched = value;
   } else if (k == "fuse_uring") {
-    if (value != "auto" && value != "on" && value != "off") {
-      return Status::Invalid("option fuse_uring=" + value + ": expected auto, on or off");
-    }
+    if (value != "auto" && value != "on" && value != "off") return expected("auto, on or off");
     o->fuse_uring = value;
   } else if (k == "log_file") {
     if (!has_value || value.empty()) return need_value();
@@ -149,9 +178,9 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     if (!has_value || value.empty()) return need_value();
     (k == "plan" ? o->plan : k == "layout" ? o->plan_layout : o->plan_layout_root) = value;
   } else if (k == "plan_window") {
-    auto n = ParseInt(key, value, 1, 1 << 24);
+    auto n = count(1, 1 << 24);
     if (!n.ok()) return n.status();
-    o->plan_window = static_cast<uint64_t>(*n);
+    o->plan_window = *n;
   } else if (k == "metrics_file") {
     if (!has_value || value.empty()) return need_value();
     o->metrics_file = value;
@@ -179,12 +208,46 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
 }
 
 Status ApplyMountOptionList(const std::string& list, MountOptions* options) {
+  return ApplyMountOptionItems(SplitMountOptionList(list), options);
+}
+
+std::vector<std::string> SplitMountOptionList(const std::string& list) {
+  std::vector<std::string> items;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     if (comma == std::string::npos) comma = list.size();
-    CLAIRFS_RETURN_IF_ERROR(ApplyMountOption(list.substr(start, comma - start), options));
+    items.push_back(list.substr(start, comma - start));
     start = comma + 1;
+  }
+  return items;
+}
+
+Status ApplyMountOptionItems(const std::vector<std::string>& items, MountOptions* options) {
+  std::set<std::string> given;
+  for (const std::string& item : items) {
+    const std::string k = Underscored(item.substr(0, item.find('=')));
+    const std::string setting = SettingOf(k);
+    // Strict rather than last-wins: a value in a config file's OPTIONS and another on the
+    // command line (or two -o lists) are a mistake to point out, not to settle silently.
+    if (!setting.empty() && !given.insert(setting).second) {
+      return Status::Invalid(OptionName(setting) + " given twice" +
+                             (setting == "read_through"
+                                  ? " (--read-through and --no-read-through set one thing)"
+                                  : " (a flag and its -o form set one thing)"));
+    }
+    CLAIRFS_RETURN_IF_ERROR(ApplyMountOption(item, options));
+  }
+  if (options->plan.empty()) {
+    // They only shape a plan: without one they would be ignored, so they are refused.
+    for (const char* plan_only : {"layout", "layout_root", "plan_window"}) {
+      if (given.count(plan_only) != 0) {
+        return Status::Invalid(
+            OptionName(plan_only) + " needs --plan (it shapes the plan's " +
+            (std::string(plan_only) == "plan_window" ? "prefetching" : "sample numbering") +
+            "; without a plan it would be ignored)");
+      }
+    }
   }
   return Status::Ok();
 }

@@ -3,8 +3,13 @@
 // ApplyMountOption() takes one `-o` item: clairfs keys (cache=, capacity=, min_free=, ...)
 // set fields; FUSE/kernel options (allow_other, ro, ...) pass through to the kernel; options meant
 // only for mount(8) or systemd (_netdev, nofail, defaults, auto, noauto, user, x-*) are dropped.
+// ApplyMountOptionItems() applies everything one `clairfs mount` was given (flags as key=value
+// and -o items, in order) and is strict where one item alone cannot be: a clairfs setting given
+// twice (`--capacity 1G -o capacity=2G`, `--read-through --no-read-through`) is refused rather
+// than settled last-wins, and so are --layout, --layout-root and --plan-window without --plan.
+// Values are parsed strictly (planner/units.h): no signs, exponents or hex in sizes and counts.
 // Validate() checks values that do not depend on the filesystem (see daemon.h for the checks that
-// do). Errors name the option and what is wrong.
+// do). Errors are EINVAL and name the option as flag and -o key ("--min-free (-o min_free): ...").
 #pragma once
 
 #include <cstdint>
@@ -58,7 +63,12 @@ struct MountOptions {
 // Applies one item of a comma-separated -o list (already split). Returns an error naming the
 // option for an unknown clairfs key or a bad value.
 Status ApplyMountOption(const std::string& item, MountOptions* options);
-// Splits "a,b=c,d" and applies each item.
+// "a,b=c,d" -> {"a", "b=c", "d"}.
+std::vector<std::string> SplitMountOptionList(const std::string& list);
+// Applies every item in order, refusing a clairfs setting given twice and plan-only settings
+// without a plan (see the top of this file).
+Status ApplyMountOptionItems(const std::vector<std::string>& items, MountOptions* options);
+// ApplyMountOptionItems of one split -o list.
 Status ApplyMountOptionList(const std::string& list, MountOptions* options);
 // Checks value ranges and required fields.
 Status ValidateMountOptions(const MountOptions& options);

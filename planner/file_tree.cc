@@ -9,6 +9,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "planner/units.h"
+
 namespace clairfs {
 namespace {
 
@@ -92,13 +94,22 @@ class PosixFileTree : public FileTree {
     return out;
   }
 
-  Result<std::string> ReadFile(const std::string& path) override {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::FromErrno(errno, "cannot read " + path);
-    std::string content;
+  Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {
+    // stat first: opening a device can have effects of its own, and a FIFO's open blocks.
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-      content.reserve(static_cast<size_t>(st.st_size));
+    if (stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, "cannot read " + path);
+    CLAIRFS_RETURN_IF_ERROR(CheckReadable(path, st, max_bytes));
+    // O_NONBLOCK: should a FIFO replace the file meanwhile, the open returns and fstat refuses.
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) return Status::FromErrno(errno, "cannot read " + path);
+    Status checked = fstat(fd, &st) == 0 ? CheckReadable(path, st, max_bytes)
+                                         : Status::FromErrno(errno, "cannot read " + path);
+    if (!checked.ok()) {
+      close(fd);
+      return checked;
+    }
+    std::string content;
+    content.reserve(static_cast<size_t>(st.st_size));
     char buffer[65536];
     while (true) {
       ssize_t n = read(fd, buffer, sizeof(buffer));
@@ -109,10 +120,43 @@ class PosixFileTree : public FileTree {
         return status;
       }
       if (n == 0) break;
+      // A file that grows while read is held to the same bound.
+      if (content.size() + static_cast<size_t>(n) > max_bytes) {
+        close(fd);
+        return TooLarge(path, content.size() + static_cast<size_t>(n), max_bytes);
+      }
       content.append(buffer, static_cast<size_t>(n));
     }
     close(fd);
     return content;
+  }
+
+ private:
+  static Status TooLarge(const std::string& path, uint64_t size, uint64_t max_bytes) {
+    return Status::Error(EFBIG, path + " is " + FormatBytes(size) + ", more than the " +
+                                    FormatBytes(max_bytes) + " a list file may hold");
+  }
+
+  static Status CheckReadable(const std::string& path, const struct stat& st, uint64_t max_bytes) {
+    if (S_ISDIR(st.st_mode)) {
+      return Status::Error(EISDIR, path + " is a directory, not a file");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return Status::Invalid(path + " is " + KindOfSpecial(st.st_mode) +
+                             ", not a regular file (list files are read whole)");
+    }
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+      return TooLarge(path, static_cast<uint64_t>(st.st_size), max_bytes);
+    }
+    return Status::Ok();
+  }
+
+  static std::string KindOfSpecial(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "a special file";
   }
 };
 

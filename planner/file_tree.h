@@ -5,6 +5,11 @@
 // POSIX implementation (real temporary directories) and inject failures. Paths are absolute or
 // relative to the process's working directory, exactly as given.
 //
+// List files are read whole, so they are bounded: ReadFile refuses anything that is not a regular
+// file (a FIFO would block, /dev/zero never ends, a directory is no list) before reading a byte,
+// and a file larger than the bound it is given (kMaxListFileBytes for list files) without
+// reading it.
+//
 // Errors: every method returns a Status/Result carrying the errno and a message naming the path.
 // Thread-safety: PosixFileTree holds no state and may be used from any thread.
 #pragma once
@@ -16,6 +21,10 @@
 #include "planner/status.h"
 
 namespace clairfs {
+
+// The most a list file (list: plans and layouts) may hold: 1 GiB, about 25 million paths of
+// ImageNet's length (`train/n01440764/n01440764_10026.JPEG`). Read whole, and held while parsed.
+constexpr uint64_t kMaxListFileBytes = uint64_t{1} << 30;
 
 enum class EntryKind { kRegular, kDirectory, kSymlink, kOther };
 
@@ -40,8 +49,10 @@ class FileTree {
   virtual Status StatFollow(const std::string& path, FollowedStat* stat, int* error) = 0;
   // realpath(3): the canonical absolute path with every link resolved.
   virtual Result<std::string> RealPath(const std::string& path) = 0;
-  // The whole content of a (small) text file such as a list file.
-  virtual Result<std::string> ReadFile(const std::string& path) = 0;
+  // The whole content of a regular file of at most `max_bytes` bytes, such as a list file.
+  // EINVAL for anything but a regular file (EISDIR for a directory), EFBIG for a larger file,
+  // each with one message naming the path; other errors carry the errno of the failed call.
+  virtual Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) = 0;
 };
 
 // Plain POSIX calls; never destroyed.

@@ -69,7 +69,7 @@ Result<std::vector<std::string>> ParsePathList(std::string_view content, std::st
 Result<Layout> BuildLayout(FileTree* tree, const std::string& backing_root,
                            const LayoutSpec& spec) {
   if (spec.kind == LayoutKind::kList) {
-    auto content = tree->ReadFile(spec.list_file);
+    auto content = tree->ReadFile(spec.list_file, kMaxListFileBytes);
     // The file is part of the layout spec: failing to read it is bad input (EINVAL).
     if (!content.ok()) return Status::Invalid("layout list: " + content.status().message());
     auto lines = ParsePathList(*content, spec.list_file);

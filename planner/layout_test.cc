@@ -227,8 +227,8 @@ class FailingTree : public FileTree {
   Result<std::string> RealPath(const std::string& path) override {
     return PosixFileTreeInstance()->RealPath(path);
   }
-  Result<std::string> ReadFile(const std::string& path) override {
-    return PosixFileTreeInstance()->ReadFile(path);
+  Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {
+    return PosixFileTreeInstance()->ReadFile(path, max_bytes);
   }
   int lists_ = 0;
 

@@ -34,7 +34,7 @@ Status Plan::CheckSamplerBounds(const PlanSpec& spec, uint64_t epoch, uint32_t r
 
 Result<std::unique_ptr<Plan>> Plan::CreateFromList(const PlanSpec& spec, FileTree* tree) {
   if (spec.kind != SamplerKind::kList) return Status::Invalid("not a list: plan");
-  auto content = tree->ReadFile(spec.list_file);
+  auto content = tree->ReadFile(spec.list_file, kMaxListFileBytes);
   // The list names part of the spec, so failing to read it is a bad spec (EINVAL), with the
   // reason kept in the message.
   if (!content.ok())

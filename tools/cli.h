@@ -5,6 +5,8 @@
 // its exit code through SetExitCode(). Exit codes: 0 done, 1 operation failed, 2 usage error.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -31,5 +33,24 @@ int UsageError(const std::string& command, const std::string& message);
 
 // True if stderr is a terminal (progress lines are shown only then).
 bool StderrIsTerminal();
+
+// A transform for integer options (`->transform(Count(1, 1024))`): a plain decimal number from
+// `min` to `max`, else a usage error naming the flag. CLI11 alone takes "-1" for an unsigned
+// option as 18446744073709551615 and "010" as 8; this hands it the canonical decimal.
+CLI::Validator Count(uint64_t min, uint64_t max);
+
+// Where argv (as main gets it) names a command that is not there: the group that lacks it
+// ("clairfs", "clairfs plan") and the name. Options of the groups on the way are skipped with
+// their values; parsing stops at the first command that has no subcommands. Empty if every
+// command named exists (or none is named).
+struct UnknownCommand {
+  CLI::App* group = nullptr;
+  std::string path;  // "clairfs plan"
+  std::string name;  // what was typed
+};
+std::optional<UnknownCommand> FindUnknownCommand(CLI::App* app, int argc, const char* const* argv);
+// Prints "<path>: unknown command '<name>'" and the group's commands on stderr; returns
+// kExitUsage.
+int ReportUnknownCommand(const UnknownCommand& unknown);
 
 }  // namespace clairfs::cli

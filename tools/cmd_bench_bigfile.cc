@@ -263,7 +263,7 @@ void RegisterBenchBigfile(CLI::App& bench) {
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
   cmd->add_option("--size", args->size, "Size of the file (default 1G; --quick 256M)");
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 5)")
-      ->check(CLI::Range(1, 100));
+      ->transform(Count(1, 100));
   cmd->add_option("--read-mode", args->read_mode, "Mount read mode: pread (default) or splice");
   cmd->add_flag("--quick", args->quick, "A smaller file and fewer repetitions (256M, 3 runs)");
   cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");

@@ -498,15 +498,17 @@ void RegisterBenchEpoch(CLI::App& bench) {
                  "Belady's hit ratio on the recorded trace");
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
   cmd->add_option("--files", args->files, "Files in the dataset (default 2000; --quick 400)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}));
+      ->transform(Count(uint64_t{1}, uint64_t{10'000'000}));
   cmd->add_option("--epochs", args->epochs, "Epochs (default 5; --quick 3)")
-      ->check(CLI::Range(1, 1000));
+      ->transform(Count(1, 1000));
   cmd->add_option("--threads", args->threads, "Reader threads (default 4)")
-      ->check(CLI::Range(1, 256));
+      ->transform(Count(1, 256));
   cmd->add_option("--world", args->world, "DistributedSampler world size (default 1)")
-      ->check(CLI::Range(1u, 1u << 20));
-  cmd->add_option("--rank", args->rank, "The rank whose order is read (default 0)");
-  cmd->add_option("--seed", args->seed, "Sampler and dataset seed (default 42)");
+      ->transform(Count(1u, 1u << 20));
+  cmd->add_option("--rank", args->rank, "The rank whose order is read (default 0)")
+      ->transform(Count(0, (1u << 20) - 1));
+  cmd->add_option("--seed", args->seed, "Sampler and dataset seed (default 42)")
+      ->transform(Count(0, UINT64_MAX));
   cmd->add_option("--work-ms", args->work_ms, "Simulated compute per sample, ms (default 0)")
       ->check(CLI::Range(0.0, 10000.0));
   cmd->add_option("--capacities", args->capacities,

@@ -326,26 +326,26 @@ void RegisterBenchHeat(CLI::App& bench) {
       "first, or not at all (after tf-Darshan)");
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
   cmd->add_option("--small-files", args->small_files, "Small files (default 2000; --quick 300)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}));
+      ->transform(Count(uint64_t{1}, uint64_t{10000000}));
   cmd->add_option("--small-size", args->small_size, "Size of each small file (default 64K)");
   cmd->add_option("--large-files", args->large_files, "Large files (default 8; --quick 4)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{10000}));
+      ->transform(Count(uint64_t{1}, uint64_t{10000}));
   cmd->add_option("--large-size", args->large_size,
                   "Size of each large file (default 16M; --quick 512K)");
   cmd->add_option("--small-reads", args->small_reads,
                   "Times the warm-up run reads each small file (large: once; default 3)")
-      ->check(CLI::Range(1, 100));
+      ->transform(Count(1, 100));
   cmd->add_option("--open-latency", args->open_latency_ms, "Emulated open latency, ms (default 5)")
       ->check(CLI::Range(0.0, 10000.0));
   cmd->add_option("--bandwidth", args->bandwidth_mbps, "Emulated bandwidth, MB/s (default 200)")
       ->check(CLI::Range(1.0, 1e6));
   cmd->add_option("--threads", args->threads, "Reader threads of the timed pass (default 4)")
-      ->check(CLI::Range(1, 256));
+      ->transform(Count(1, 256));
   cmd->add_option("--capacity-percent", args->capacity_percent,
                   "Cache capacity as a percentage of the dataset bytes (default 10)")
       ->check(CLI::Range(0.1, 100.0));
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 3)")
-      ->check(CLI::Range(1, 100));
+      ->transform(Count(1, 100));
   cmd->add_flag("--quick", args->quick,
                 "Small and fast, content verified: 300 x 16K + 4 x 512K files, one repetition");
   cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");

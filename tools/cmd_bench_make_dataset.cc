@@ -145,17 +145,20 @@ void RegisterBenchMakeDataset(CLI::App& bench) {
                   "imagefolder (DIR/class_NNNN/img_NNNNNNNN.jpg, default) or flat "
                   "(DIR/file_NNNNNNNN.bin)")
       ->type_name("LAYOUT");
-  args->files_option =
-      cmd->add_option("--files", args->files, "Number of files (not with shards)")->type_name("N");
+  args->files_option = cmd->add_option("--files", args->files, "Number of files (not with shards)")
+                           ->type_name("N")
+                           ->transform(Count(1, kMaxSyntheticFiles));
   args->classes_option =
       cmd->add_option("--classes", args->classes,
                       "Classes for imagefolder (default: 1000, or N if fewer files)")
-          ->type_name("C");
+          ->type_name("C")
+          ->transform(Count(1, kMaxSyntheticFiles));
   cmd->add_option("--sizes", args->sizes,
                   "imagenet (lognormal, median 110 KiB, default), fixed:SIZE (e.g. fixed:110K) or "
                   "shards:COUNTxSIZE (e.g. 4x256M; COUNT overrides --files)")
       ->type_name("MODEL");
-  cmd->add_option("--seed", args->seed, "Seed of the size distribution (default 0)");
+  cmd->add_option("--seed", args->seed, "Seed of the size distribution (default 0)")
+      ->transform(Count(0, UINT64_MAX));
   cmd->add_flag("--json", args->json, "Print the summary as one JSON object; no progress");
   cmd->add_flag("--force", args->force,
                 "Write into DIR even if it holds files that are not a previous dataset");

@@ -228,9 +228,8 @@ void RegisterBenchManifest(CLI::App& bench) {
                   "Work directory (default: a temporary one, removed after; a tree already in "
                   "DIR/tree is reused)");
   cmd->add_option("--entries", args->entries, "Files (default 1000000; --quick 20000)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
-  cmd->add_option("--threads", args->threads, "Stat threads (default 4)")
-      ->check(CLI::Range(1, 256));
+      ->transform(Count(uint64_t{1}, uint64_t{100'000'000}));
+  cmd->add_option("--threads", args->threads, "Stat threads (default 4)")->transform(Count(1, 256));
   cmd->add_flag("--quick", args->quick, "20000 entries");
   cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");
   cmd->add_flag("--json", args->json, "Print one JSON object");

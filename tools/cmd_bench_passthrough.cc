@@ -692,12 +692,12 @@ void RegisterBenchPassthrough(CLI::App& bench) {
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
   cmd->add_option("--big-size", args->big_size, "Size of the big file (default 1G; --quick 128M)");
   cmd->add_option("--files", args->files, "Small files (default 3000; --quick 300)")
-      ->check(CLI::Range(uint64_t{1}, kMaxSyntheticFiles));
+      ->transform(Count(uint64_t{1}, kMaxSyntheticFiles));
   cmd->add_option("--file-size", args->file_size, "Size of each small file (default 110K)");
   cmd->add_option("--threads", args->threads, "Reader threads for the small files (default 2)")
-      ->check(CLI::Range(1, 64));
+      ->transform(Count(1, 64));
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 5)")
-      ->check(CLI::Range(1, 100));
+      ->transform(Count(1, 100));
   cmd->add_option("--passthrough", args->modes, "Modes to measure: on,off (default), on or off");
   cmd->add_option("--fuse-uring", args->transports, kFuseUringListHelp);
   cmd->add_option("--sched", args->scheds,
@@ -709,7 +709,7 @@ void RegisterBenchPassthrough(CLI::App& bench) {
                   "As mount --list-ahead: on (default), or on,off to compare them in one run");
   cmd->add_option("--counter-calls", args->counter_calls,
                   "Accounted READs per thread when timing the counters (default 2000000)")
-      ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000'000}));
+      ->transform(Count(uint64_t{10}, uint64_t{1'000'000'000}));
   cmd->add_flag("--quick", args->quick,
                 "Smaller and fewer (128M, 300 files, 1 run, 200000 counter calls)");
   cmd->add_flag("--keep", args->keep, "Keep the temporary work directory");

@@ -200,17 +200,18 @@ void RegisterBenchPfsEmuOverhead(CLI::App& bench) {
       "Measure the PFS emulator's own cost (reading a tree directly vs through `clairfs pfs-emu` "
       "with zero delays) and its latency overlap (concurrent opens at --open-latency)");
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
-  cmd->add_option("--files", args->files, "Small files (imagenet sizes, default 2000)");
+  cmd->add_option("--files", args->files, "Small files (imagenet sizes, default 2000)")
+      ->transform(Count(1, kMaxSyntheticFiles));
   cmd->add_option("--big", args->big, "Size of the big file (default 256M)");
   cmd->add_option("--threads", args->threads, "Reader threads (default 1)")
-      ->check(CLI::Range(1, 256));
+      ->transform(Count(1, 256));
   cmd->add_option("--opens", args->opens, "Concurrent opens in the overlap test (default 64)")
-      ->check(CLI::Range(1, 4096));
+      ->transform(Count(1, 4096));
   cmd->add_option("--open-latency", args->open_latency_ms,
                   "Open latency for the overlap test, ms (default 2)")
       ->check(CLI::Range(0.0, 10000.0));
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 3)")
-      ->check(CLI::Range(1, 100));
+      ->transform(Count(1, 100));
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->callback([args]() {
     nlohmann::json result;

@@ -292,11 +292,12 @@ void RegisterBenchSmallfile(CLI::App& bench) {
       "Open+read+close of small staged files through a clairfs mount vs the staged copies, and "
       "stat/listing through the mount vs the backing directory, side by side");
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
-  cmd->add_option("--files", args->files, "Files (default 6000; --quick 1000)");
+  cmd->add_option("--files", args->files, "Files (default 6000; --quick 1000)")
+      ->transform(Count(1, kMaxSyntheticFiles));
   cmd->add_option("--size", args->size, "Size of each file (default 110K)");
   cmd->add_option("--threads", args->threads, "Reader thread counts, e.g. 1,2 (default 1,2)");
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 5)")
-      ->check(CLI::Range(1, 100));
+      ->transform(Count(1, 100));
   cmd->add_option("--modes", args->modes,
                   "Mounts to measure, in order: passthrough (kernel passthrough for staged "
                   "files, when available), pread and splice (passthrough off: every read that "

@@ -470,12 +470,12 @@ void RegisterBenchStage(CLI::App& bench) {
       "the emulator's bandwidth cap");
   cmd->add_option("--dir", args->dir, "Work directory (default: a temporary one, removed after)");
   cmd->add_option("--files", args->files, "Small files (default 2000)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}));
+      ->transform(Count(uint64_t{1}, uint64_t{10000000}));
   cmd->add_option("--size", args->size, "Size of each small file (default 110K)");
   cmd->add_option("--open-latency", args->open_latency_ms, "Emulated open latency, ms (default 2)")
       ->check(CLI::Range(0.0, 10000.0));
   cmd->add_option("--big-files", args->big_files, "Large files (default 2)")
-      ->check(CLI::Range(1, 1000));
+      ->transform(Count(1, 1000));
   cmd->add_option("--big-size", args->big_size, "Size of each large file (default 256M)");
   cmd->add_option("--bandwidth", args->bandwidth_mbps,
                   "Emulator bandwidth cap for the large files, MB/s (default 400)")
@@ -483,11 +483,11 @@ void RegisterBenchStage(CLI::App& bench) {
   cmd->add_option("--stage-threads", args->stage_threads,
                   "Files staged concurrently: the engine's threads, the mount's --stage-threads "
                   "and stage --offline's --threads (default 64)")
-      ->check(CLI::Range(1, 4096));
+      ->transform(Count(1, 4096));
   cmd->add_option("--engine", args->engine, "uring, threads or both (default both)")
       ->check(CLI::IsMember({"uring", "threads", "both"}));
   cmd->add_option("--repeat", args->repeat, "Repetitions; medians are reported (default 3)")
-      ->check(CLI::Range(1, 100));
+      ->transform(Count(1, 100));
   cmd->add_flag("--quick", args->quick,
                 "Small and fast: 200 files, 2 x 16M large files, one repetition");
   cmd->add_flag("--json", args->json, "Print one JSON object");

@@ -99,7 +99,7 @@ void RegisterBenchVerifyDataset(CLI::App& bench) {
   cmd->add_option("DIR", args->dir, "Dataset root (as given to make-dataset, or a mount of it)")
       ->required();
   cmd->add_option("--threads", args->threads, "Reader threads (default 4)")
-      ->check(CLI::Range(1, 256));
+      ->transform(Count(1, 256));
   cmd->add_flag("--json", args->json, "Print one JSON object; no progress");
   cmd->callback([args]() { SetExitCode(Run(*args)); });
 }

@@ -179,9 +179,12 @@ void RegisterDemo(CLI::App& app) {
       "Run clairfs end to end on a small generated dataset: two epochs through a mount over an\n"
       "emulated parallel filesystem, with per-epoch time and bytes from cache vs backing store.");
   cmd->add_option("--dir", args->dir, "Work directory (default: a new /tmp/clairfs-demo-*)");
-  cmd->add_option("--files", args->files, "Files in the dataset (default 2000)");
-  cmd->add_option("--seed", args->seed, "Seed of the dataset and the shuffles (default 42)");
-  cmd->add_option("--threads", args->threads, "Reader threads (default 4)");
+  cmd->add_option("--files", args->files, "Files in the dataset (default 2000)")
+      ->transform(Count(1, kMaxSyntheticFiles));
+  cmd->add_option("--seed", args->seed, "Seed of the dataset and the shuffles (default 42)")
+      ->transform(Count(0, UINT64_MAX));
+  cmd->add_option("--threads", args->threads, "Reader threads (default 4)")
+      ->transform(Count(1, 256));
   cmd->add_flag("--keep", args->keep, "Keep the work directory");
   cmd->add_flag("--no-emulation", args->no_emulation,
                 "Read the dataset directory directly instead of through the PFS emulator");

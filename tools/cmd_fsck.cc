@@ -343,9 +343,16 @@ int RunFsck(FsckOptions o) {
   struct stat st;
   Status exists = env->Lstat(o.cache, &st);
   if (!exists.ok()) return FailWith(o, exists.WithContext("--cache"));
-  if (!env->Lstat(o.cache + "/FORMAT", &st).ok()) {
+  Status format = env->Lstat(o.cache + "/FORMAT", &st);
+  if (format.code() == ENOENT) {
     return FailWith(o, Status::Error(ENOENT, o.cache + " is not a clairfs cache (no FORMAT file); "
                                                        "nothing was checked or changed"));
+  }
+  if (!format.ok()) {
+    // A cache is private to its daemon's user (0700): someone else cannot even look inside.
+    std::string why = format.message();
+    if (format.code() == EACCES) why += " (run fsck as the cache's owner or root)";
+    return FailWith(o, Status::Error(format.code(), "--cache: " + why));
   }
   auto dir = CacheDir::Acquire(o.cache, env);
   if (!dir.ok()) return FailWith(o, dir.status());

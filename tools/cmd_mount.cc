@@ -1,4 +1,7 @@
 // `clairfs mount`: parses flags and -o options into MountOptions and runs the daemon.
+#include <limits.h>
+#include <unistd.h>
+
 #include <memory>
 
 #include "fs/daemon.h"
@@ -15,6 +18,15 @@ struct MountArgs {
   std::vector<std::string> o_lists;
 };
 
+// "list:FILE" with FILE made absolute against the current directory: the daemon reads it after
+// it has moved to "/", where a relative FILE would name another file. Other specs as given.
+std::string WithAbsoluteListFile(const std::string& spec) {
+  if (spec.rfind("list:", 0) != 0 || spec.size() <= 5 || spec[5] == '/') return spec;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return spec;  // then the daemon's error names it
+  return "list:" + std::string(cwd) + "/" + spec.substr(5);
+}
+
 }  // namespace
 
 void RegisterMount(CLI::App& app) {
@@ -24,7 +36,9 @@ void RegisterMount(CLI::App& app) {
       "Mount BACKING (a directory on the parallel filesystem) read-only at MOUNTPOINT, staging\n"
       "files into a node-local cache. Returns once the mount serves requests; the daemon keeps\n"
       "running in the background (use --foreground to keep it attached). Every flag also has\n"
-      "an -o key=value form for fstab (e.g. -o cache=/nvme/clairfs,capacity=800G).");
+      "an -o key=value form for fstab (e.g. -o cache=/nvme/clairfs,capacity=800G); each\n"
+      "setting may be given once, as a flag or as -o (twice is a usage error). Sizes are\n"
+      "binary and exact: digits, an optional fraction and K, M, G, T or P (no sign, no 1e3).");
   cmd->add_option("BACKING", args->backing, "Backing directory (the dataset on the PFS)")
       ->required();
   cmd->add_option("MOUNTPOINT", args->mountpoint, "Empty directory to mount on")->required();
@@ -39,11 +53,12 @@ void RegisterMount(CLI::App& app) {
       ->type_name("DIR");
   cmd->add_option_function<std::string>(
          "--capacity", item("capacity"),
-         "Staged bytes allowed (allocated blocks): 800G, 1.5T, 512M or bytes. Default: the "
-         "device, minus --min-free")
+         "Staged bytes allowed (allocated blocks): 800G (= 800 GiB), 1.5T, 512M or bytes. "
+         "Default: the device, minus --min-free")
       ->type_name("SIZE");
   cmd->add_option_function<std::string>("--min-free", item("min_free"),
-                                        "Free space to keep on the cache device (default 0)")
+                                        "Free space to keep on the cache device (default 0); one "
+                                        "not below the device's size fails the mount")
       ->type_name("SIZE");
   cmd->add_flag_function("-f,--foreground", flag("foreground"),
                          "Stay in the foreground (logs on stderr; Ctrl-C unmounts)");
@@ -80,7 +95,9 @@ void RegisterMount(CLI::App& app) {
       ->type_name("N");
   cmd->add_option_function<std::string>(
          "--log-file", item("log_file"),
-         "Where the background daemon logs after startup (default: stderr of the mount command)")
+         "Where the background daemon logs after startup (default: CACHE/daemon.log; relative "
+         "to the current directory). Opened by the mount command: a path it cannot write "
+         "fails the mount")
       ->type_name("PATH");
   cmd->add_option_function<std::string>(
          "--metrics-file", item("metrics_file"),
@@ -144,7 +161,8 @@ void RegisterMount(CLI::App& app) {
       ->type_name("SPEC");
   cmd->add_option_function<std::string>("--layout", item("layout"),
                                         "Sample numbering of the plan: imagefolder (default), "
-                                        "sorted or list:FILE")
+                                        "sorted or list:FILE (a regular file of at most 1 GiB); "
+                                        "needs --plan, as do --layout-root and --plan-window")
       ->type_name("LAYOUT");
   cmd->add_option_function<std::string>("--layout-root", item("layout_root"),
                                         "Dataset directory below the backing root (e.g. train)")
@@ -164,14 +182,17 @@ void RegisterMount(CLI::App& app) {
     MountOptions options;
     options.backing = args->backing;
     options.mountpoint = args->mountpoint;
+    // -o lists first, then the flags (each in the order given); together, so that a setting
+    // given both ways is refused as given twice.
+    std::vector<std::string> items;
     for (const auto& list : args->o_lists) {
-      Status st = ApplyMountOptionList(list, &options);
-      if (!st.ok()) return SetExitCode(UsageError("mount", st.message()));
+      for (std::string& item : SplitMountOptionList(list)) items.push_back(std::move(item));
     }
-    for (const auto& it : args->items) {
-      Status st = ApplyMountOption(it, &options);
-      if (!st.ok()) return SetExitCode(UsageError("mount", st.message()));
-    }
+    items.insert(items.end(), args->items.begin(), args->items.end());
+    Status st = ApplyMountOptionItems(items, &options);
+    if (!st.ok()) return SetExitCode(UsageError("mount", st.message()));
+    options.plan = WithAbsoluteListFile(options.plan);
+    options.plan_layout = WithAbsoluteListFile(options.plan_layout);
     SetExitCode(RunMountDaemon(options));
   });
 }

@@ -190,11 +190,12 @@ void RegisterPlan(CLI::App& app) {
       "  numpy-rng:seed=S[,epochs=E]                   default_rng(S).permutation(N) per epoch\n"
       "  sequential[:epochs=E]                         0..N-1 every epoch\n"
       "  list:FILE      explicit order: paths, '# epoch N' and '# rank K' lines\n"
+      "                 (FILE: a regular file of at most 1 GiB, read whole)\n"
       "A plan covers epochs start_epoch..epochs-1 (no end without epochs).\n\n"
       "Layouts (sample index -> file):\n"
       "  imagefolder    torchvision ImageFolder order (default)\n"
       "  sorted         every regular file, paths in byte order\n"
-      "  list:FILE      line i is sample i\n\n"
+      "  list:FILE      line i is sample i (FILE as for list: plans)\n\n"
       "Example:\n"
       "  clairfs plan show --backing /pfs/imagenet --layout-root train \\\n"
       "      --plan torch-distributed:seed=42,world=8 --epoch 3 --rank 5 --limit 10");

@@ -289,12 +289,17 @@ void RegisterSimulate(CLI::App& app) {
       "  clairfs simulate --backing /lustre/imagenet --plan torch-distributed:seed=42,world=8 \\\n"
       "      --capacity 800G --heat /lustre/darshan-logs/2026/11 --stage-hot");
   cmd->add_option("--backing", a->backing, "Backing root of the dataset")->type_name("DIR");
-  cmd->add_option("--files", a->files, "Synthetic imagefolder dataset of N files")->type_name("N");
+  cmd->add_option("--files", a->files, "Synthetic imagefolder dataset of N files")
+      ->type_name("N")
+      ->transform(Count(1, kMaxSyntheticFiles));
   cmd->add_option("--sizes", a->sizes,
                   "Synthetic size model: imagenet, fixed:SIZE or shards:COUNTxSIZE")
       ->type_name("SPEC");
-  cmd->add_option("--seed", a->seed, "Seed of the synthetic sizes (default 0)")->type_name("S");
-  cmd->add_option("--layout", a->layout, "imagefolder (default), sorted or list:FILE")
+  cmd->add_option("--seed", a->seed, "Seed of the synthetic sizes (default 0)")
+      ->type_name("S")
+      ->transform(Count(0, UINT64_MAX));
+  cmd->add_option("--layout", a->layout,
+                  "imagefolder (default), sorted or list:FILE (a regular file of at most 1 GiB)")
       ->type_name("LAYOUT");
   cmd->add_option("--layout-root", a->layout_root, "Dataset directory below the backing root")
       ->type_name("SUBDIR");
@@ -308,7 +313,8 @@ void RegisterSimulate(CLI::App& app) {
       ->type_name("POLICY");
   cmd->add_option("--epochs", a->epochs,
                   "Epochs to replay from start_epoch (default: the plan's, else 3)")
-      ->type_name("E");
+      ->type_name("E")
+      ->transform(Count(1, 1'000'000));
   cmd->add_option("--heat", a->heat_inputs,
                   "Darshan logs of earlier runs, or directories of *.darshan files, for the heat "
                   "policy (included in --policy all when given)")

@@ -1,5 +1,6 @@
 // Entry point of the `clairfs` binary: builds the CLI from the subcommand table and maps CLI11's
-// parse errors to exit code 2 (usage), --help/--version to 0.
+// parse errors to exit code 2 (usage), --help/--version to 0. An unknown command is named as such
+// before CLI11 parses (which would print the main help and exit 0 for `clairfs frobnicate --help`).
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("clairfs ") + CLAIRFS_VERSION);
   app.require_subcommand(1);
   clairfs::cli::RegisterAllCommands(app);
+  if (auto unknown = clairfs::cli::FindUnknownCommand(&app, argc, argv)) {
+    return clairfs::cli::ReportUnknownCommand(*unknown);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

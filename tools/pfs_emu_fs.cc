@@ -97,8 +97,9 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   }
   entry.attr_timeout = 0;
   entry.entry_timeout = 0;
+  // entry.ino is the FUSE node id (lookup order); entry.attr.st_ino stays the backing file's, so
+  // stat(2) shows the same inode number after an emulator restart, as a PFS client would.
   entry.ino = fs->inodes().AddLookup(entry.attr.st_dev, entry.attr.st_ino, relpath);
-  entry.attr.st_ino = entry.ino;
   DeferredReplies::Callback reply;
   try {
     reply = [fs, req, entry] {
@@ -132,7 +133,7 @@ void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
   if (fstatat(fs->root_fd(), AtPath(inode->relpath), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return ReplyErrorAfter(req, delay, errno);
   }
-  st.st_ino = ino;
+  // The backing file's inode number, not the node id `ino` (see OpLookup).
   fs->replies().Submit(DueIn(delay), [req, st] { fuse_reply_attr(req, &st, 0); });
 }
 

@@ -10,8 +10,11 @@
 //   - injected errors (PfsFailRule): open or read of matching paths fails with the given errno.
 //   - no caching that could hide the latency in a later epoch: entry and attribute timeouts are
 //     0 (every stat and path walk reaches us), files open with direct I/O (every read reaches us).
-// Read-only: the mount is "ro" and every mutating operation answers EROFS. Inodes: see
-// pfs_emu_inodes.h. Not emulated: readdir latency, metadata-server contention, partial reads.
+// Read-only: the mount is "ro" and every mutating operation answers EROFS. Inodes: the FUSE node
+// ids come from pfs_emu_inodes.h (lookup order); the inode numbers stat(2) and readdir show are
+// the backing files' own, stable across emulator restarts, so a clairfs cache over the emulator
+// (whose copies record the backing inode) keeps its copies when the emulator is restarted. Not
+// emulated: readdir latency, metadata-server contention, partial reads.
 //
 // Thread-safety: callbacks run on libfuse's worker threads concurrently; shared state is the
 // inode table (its own mutex), the aggregate bucket (its own mutex) and immutable options.

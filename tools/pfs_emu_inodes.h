@@ -1,5 +1,9 @@
 // PfsEmuInodes: the PFS emulator's inode table (FUSE inode numbers <-> backing files).
 //
+// These numbers are FUSE node ids, the kernel's handles for lookups; they follow lookup order and
+// differ from one emulator run to the next. The inode numbers readers see (stat, readdir) are the
+// backing files' own (pfs_emu_fs.h).
+//
 // Each backing file is identified by its (st_dev, st_ino); the first lookup of it creates an
 // entry with a fresh FUSE inode number and the path (relative to the backing root) through which
 // it was found, later lookups of the same file reuse the entry and add to its lookup count, and

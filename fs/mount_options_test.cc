@@ -1,0 +1,93 @@
+// MountOptions parsing: strict sizes and counts with errors naming the option, a setting given
+// twice refused (flags and -o alike), plan-only settings refused without a plan.
+#include "fs/mount_options.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace clairfs {
+namespace {
+
+Status Apply(const std::vector<std::string>& items, MountOptions* o = nullptr) {
+  MountOptions local;
+  return ApplyMountOptionItems(items, o != nullptr ? o : &local);
+}
+
+TEST(MountOptions, SizesAreBinaryAndStrict) {
+  MountOptions o;
+  ASSERT_TRUE(Apply({"capacity=800G", "min_free=1.5G"}, &o).ok());
+  EXPECT_EQ(o.capacity, uint64_t{800} << 30);
+  EXPECT_EQ(o.min_free, uint64_t{3} << 29);
+  for (const char* bad : {"capacity=-0", "capacity=1e3", "capacity=-1G", "capacity=0x10",
+                          "capacity= 1G", "capacity=", "min_free=lots", "min_free=99999P"}) {
+    Status st = Apply({bad});
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.code(), EINVAL);
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    const std::string flag = key == "capacity" ? "--capacity" : "--min-free";
+    EXPECT_NE(st.message().find(flag + " (-o " + key + ")"), std::string::npos) << st.message();
+  }
+}
+
+TEST(MountOptions, CountsAreDecimalInRange) {
+  MountOptions o;
+  ASSERT_TRUE(Apply({"stage_threads=010", "held_copies=0"}, &o).ok());
+  EXPECT_EQ(o.stage_threads, 10);  // decimal, not octal
+  EXPECT_EQ(o.held_copies, 0u);
+  for (const char* bad :
+       {"stage_threads=-1", "stage_threads=0", "stage_threads=+4", "stage_threads= 4",
+        "stage_threads=1e2", "scan_threads=257", "plan_window=0", "held_copies=-1",
+        "attr_timeout=-0", "attr_timeout=1e3", "attr_timeout=0x10", "stage_bandwidth=-0"}) {
+    Status st = Apply({bad});
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find(std::string(bad).substr(0, std::string(bad).find('='))),
+              std::string::npos)
+        << st.message();
+  }
+  ASSERT_TRUE(Apply({"attr_timeout=0.5"}, &o).ok());
+  EXPECT_DOUBLE_EQ(o.attr_timeout, 0.5);
+}
+
+TEST(MountOptions, ASettingGivenTwiceIsRefused) {
+  // A flag and an -o item, two -o lists, or the flag twice: all reach ApplyMountOptionItems.
+  for (const std::vector<std::string>& items :
+       {std::vector<std::string>{"capacity=1G", "capacity=2G"},
+        std::vector<std::string>{"min-free=1G", "min_free=1G"},
+        std::vector<std::string>{"read_through", "no_read_through"},
+        std::vector<std::string>{"cache=/a", "cache=/b"}}) {
+    Status st = Apply(items);
+    ASSERT_FALSE(st.ok()) << items[0];
+    EXPECT_EQ(st.code(), EINVAL);
+    EXPECT_NE(st.message().find("given twice"), std::string::npos) << st.message();
+  }
+  Status st = Apply(SplitMountOptionList("cache=/c,capacity=1G,allow_other,capacity=2G"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("--capacity (-o capacity) given twice"), std::string::npos)
+      << st.message();
+  // FUSE and mount(8) options may repeat; they set nothing of ours twice.
+  EXPECT_TRUE(Apply({"allow_other", "allow_other", "_netdev", "nofail", "_netdev"}).ok());
+}
+
+TEST(MountOptions, PlanOnlySettingsNeedAPlan) {
+  for (const char* item : {"layout=bogus", "layout=sorted", "layout_root=train", "plan_window=8"}) {
+    Status st = Apply({"cache=/c", item});
+    ASSERT_FALSE(st.ok()) << item;
+    EXPECT_NE(st.message().find("needs --plan"), std::string::npos) << st.message();
+  }
+  MountOptions o;
+  ASSERT_TRUE(Apply({"plan=sequential", "layout=sorted", "layout_root=train"}, &o).ok());
+  EXPECT_EQ(o.plan_layout, "sorted");
+  // With a plan, a bad layout is refused by validation, naming it.
+  o.backing = "/b";
+  o.mountpoint = "/m";
+  o.cache_dir = "/c";
+  o.plan_layout = "bogus";
+  Status st = ValidateMountOptions(o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("--layout"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace clairfs
