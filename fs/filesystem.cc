@@ -178,7 +178,8 @@ bool FileSystem::TakePagesToDrop(uint64_t ino) {
   return pages_to_drop_.erase(ino) > 0;
 }
 
-Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now) {
+Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
+                                    const RequestCaller* caller) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
     return Status::Error(EROFS, "read-only filesystem");
   }
@@ -195,6 +196,11 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now)
     if (!changed.ok()) {
       counters_.backing_errors.Add(1);
       return changed.status();
+    }
+    if (*changed && caller != nullptr && !MayAccess(node->attr, caller->Get(), R_OK)) {
+      Log(LogLevel::kInfo, "%s: its new mode or owner in the backing store denies this open",
+          node->path.c_str());
+      return Status::Error(EACCES, "permission denied by the backing file's new attributes");
     }
     if (*changed || TakePagesToDrop(ino)) result.keep_cache = false;
   }

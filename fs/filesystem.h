@@ -26,6 +26,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cache/access_check.h"
 #include "cache/backing_tree.h"
 #include "cache/content_store.h"
 #include "cache/env.h"
@@ -45,6 +46,14 @@ class KernelNotifier {
  public:
   virtual ~KernelNotifier() = default;
   virtual void InvalidateInode(uint64_t ino) = 0;
+};
+
+// Who sent a request, for the checks the daemon makes itself (the kernel makes the usual ones).
+// Asked only when needed: the adapter's implementation reads the caller's groups, which costs.
+class RequestCaller {
+ public:
+  virtual ~RequestCaller() = default;
+  virtual Caller Get() const = 0;
 };
 
 struct OpenFile {
@@ -112,7 +121,11 @@ class FileSystem {
   // `flags` are the open(2) flags; any write access answers EROFS. With `open_copy_now` false a
   // staged copy is opened at its first READ instead (DataFd), saving two system calls per open
   // that the page cache serves.
-  Result<OpenResult> Open(uint64_t ino, int flags, bool open_copy_now = true);
+  // With revalidate=open, a file found changed is checked against `caller` with its fresh
+  // attributes (the kernel checked the cached ones): a new mode or owner that denies applies to
+  // this very open (EACCES). `caller` may be null (no check).
+  Result<OpenResult> Open(uint64_t ino, int flags, bool open_copy_now = true,
+                          const RequestCaller* caller = nullptr);
   // The fd to read `file`'s bytes from, opening a deferred staged copy now (a copy evicted since
   // the open is read from the backing file, which has the same bytes or newer ones).
   Result<int> DataFd(OpenFile& file);

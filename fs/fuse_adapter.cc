@@ -190,12 +190,38 @@ void OnReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
   fuse_reply_err(req, 0);
 }
 
+// The request's sender: uid and gid from the request header, supplementary groups from
+// /proc (fuse_req_getgroups), read only if a check needs them.
+class FuseRequestCaller final : public RequestCaller {
+ public:
+  explicit FuseRequestCaller(fuse_req_t req) : req_(req) {}
+  Caller Get() const override {
+    const struct fuse_ctx* ctx = fuse_req_ctx(req_);
+    Caller caller{ctx->uid, ctx->gid, {}};
+    std::vector<gid_t> groups(64);
+    int n = fuse_req_getgroups(req_, static_cast<int>(groups.size()), groups.data());
+    if (n > static_cast<int>(groups.size())) {
+      groups.resize(static_cast<size_t>(n));
+      n = fuse_req_getgroups(req_, static_cast<int>(groups.size()), groups.data());
+    }
+    if (n > 0) {
+      groups.resize(std::min(groups.size(), static_cast<size_t>(n)));
+      caller.groups = std::move(groups);
+    }
+    return caller;
+  }
+
+ private:
+  fuse_req_t req_;
+};
+
 void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   FuseAdapter* adapter = AdapterOf(req);
   FileSystem* fs = adapter->fs();
   KernelPassthrough* passthrough = adapter->passthrough();
+  const FuseRequestCaller caller(req);
   // Passthrough registers the copy's fd at once; otherwise it is opened at the first READ.
-  auto opened = fs->Open(ino, fi->flags, /*open_copy_now=*/passthrough != nullptr);
+  auto opened = fs->Open(ino, fi->flags, /*open_copy_now=*/passthrough != nullptr, &caller);
   if (!opened.ok()) return ReplyError(req, opened.status(), "open");
   OpenFile* file = opened->file.release();
   fi->fh = reinterpret_cast<uint64_t>(file);

@@ -186,5 +186,28 @@ TEST_F(HostileBackingTest, PosixAclsHoldThroughTheMountAsOnTheBackingStore) {
   EXPECT_EQ(mount.Umount().exit_code, 0);
 }
 
+// --revalidate open: a mode changed in the backing store applies at the very next open, in both
+// directions (the kernel asks for fresh attributes when its cached ones deny; the daemon checks
+// the fresh ones when they deny what the cached ones allowed).
+TEST_F(HostileBackingTest, UnderRevalidateOpenAChangedModeAppliesAtThatOpen) {
+  WriteFile(backing_ + "/e/closed", "was closed");
+  WriteFile(backing_ + "/e/open", "was open");
+  ASSERT_EQ(chmod((backing_ + "/e/closed").c_str(), 0600), 0);
+  ASSERT_EQ(chmod((backing_ + "/e/open").c_str(), 0644), 0);
+  ClairfsMount mount(backing_, mnt_, cache_);
+  ASSERT_EQ(mount.Mount({"-o", "allow_other", "--revalidate", "open"}).exit_code, 0);
+  EXPECT_NE(AsUser("cat " + mnt_ + "/e/closed").exit_code, 0);
+  EXPECT_EQ(AsUser("cat " + mnt_ + "/e/open").out, "was open");
+  ASSERT_EQ(chmod((backing_ + "/e/closed").c_str(), 0644), 0);
+  ASSERT_EQ(chmod((backing_ + "/e/open").c_str(), 0600), 0);
+  CommandResult now_open = AsUser("cat " + mnt_ + "/e/closed");
+  EXPECT_EQ(now_open.exit_code, 0) << now_open.err;
+  EXPECT_EQ(now_open.out, "was closed");
+  CommandResult now_closed = AsUser("cat " + mnt_ + "/e/open");
+  EXPECT_NE(now_closed.exit_code, 0) << now_closed.out;
+  EXPECT_EQ(now_closed.out, "");
+  EXPECT_EQ(mount.Umount().exit_code, 0);
+}
+
 }  // namespace
 }  // namespace clairfs::testing
