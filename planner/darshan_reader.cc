@@ -268,14 +268,20 @@ Result<DarshanLog> ParseDarshanLog(std::string_view bytes, const ReadOptions& op
     const Span& span = h.modules[id];
     const bool partial = (h.partial_flags >> id) & 1;
     if (span.len == 0 && !partial) continue;
-    log.modules.push_back({id, span.off, span.len, h.versions[id], partial});
-    const bool wanted =
+    const bool decoded =
         id == kPosixModule || id == kStdioModule || (id == kDxtPosixModule && options.decode_dxt);
-    if (!wanted || span.len == 0) continue;  // other modules are skipped undecoded
+    const bool kept_raw = !decoded && id != kDxtPosixModule && options.keep_raw_modules;
+    log.modules.push_back({id, span.off, span.len, h.versions[id], partial, decoded || kept_raw});
+    if ((!decoded && !kept_raw) || span.len == 0) continue;  // skipped undecoded
     const std::string region = RegionName(id);
     Result<std::string> raw = InflateRegion(bytes.substr(span.off, span.len), log.compression,
                                             InflateCap(options, span.len));
     if (!raw.ok()) return raw.status().WithContext(region);
+    if (kept_raw) {
+      // An empty stream holds nothing to keep (and is written as no region at all).
+      if (!raw->empty()) log.raw_modules.push_back({id, h.versions[id], std::move(*raw)});
+      continue;
+    }
     Status s;
     if (id == kPosixModule) {
       s = DecodePosixRecords(*raw, h.versions[id], log.byte_order, &log.posix,

@@ -228,7 +228,21 @@ void EncodeStdioRecord(const StdioRecord& r, ByteOrder order, std::string* out) 
   for (double v : r.fcounters) AppendDouble(out, v, order);
 }
 
-void EncodeDxtRecord(const DxtRecord& r, ByteOrder order, std::string* out) {
+uint32_t DxtPosixVersionToWrite(const DarshanLog& log) {
+  if (log.dxt_posix_version >= 1 && log.dxt_posix_version <= kDxtPosixMaxVersion) {
+    return log.dxt_posix_version;
+  }
+  for (const DxtRecord& r : log.dxt_posix) {
+    for (const auto* list : {&r.writes, &r.reads}) {
+      for (const DxtSegment& s : *list) {
+        if (s.pthread_id != 0) return 2;
+      }
+    }
+  }
+  return 1;
+}
+
+void EncodeDxtRecord(const DxtRecord& r, uint32_t version, ByteOrder order, std::string* out) {
   AppendU64(out, r.id, order);
   AppendI64(out, r.rank, order);
   AppendI64(out, r.shared_record, order);
@@ -243,7 +257,7 @@ void EncodeDxtRecord(const DxtRecord& r, ByteOrder order, std::string* out) {
       AppendI64(out, s.length, order);
       AppendDouble(out, s.start_time, order);
       AppendDouble(out, s.end_time, order);
-      AppendU64(out, s.pthread_id, order);
+      if (version >= 2) AppendU64(out, s.pthread_id, order);
     }
   }
 }

@@ -92,20 +92,58 @@ Result<std::string> EncodeDarshanLog(const DarshanLog& log, const WriteOptions& 
   Result<std::string> job_raw = JobRegionBytes(log, order);
   if (!job_raw.ok()) return job_raw.status().WithContext("job region");
 
+  // Nothing the log lists may be lost silently: a region the reader skipped cannot be written.
+  if (std::string skipped = log.ModulesNotHeld(); !skipped.empty()) {
+    return Status::Invalid("the log's " + skipped +
+                           " data was not read (ReadOptions::keep_raw_modules); writing it "
+                           "would lose that data");
+  }
+  // Raw modules are in the byte order of the log they came from; their layouts are not known
+  // here, so they cannot be swapped.
+  if (!log.raw_modules.empty() && order != log.byte_order) {
+    std::string names;
+    for (const RawModule& m : log.raw_modules) {
+      std::string_view name = ModuleName(m.module_id);
+      names += (names.empty() ? "" : ", ") +
+               (name.empty() ? "module " + std::to_string(m.module_id) : std::string(name));
+    }
+    return Status::Invalid(
+        "cannot write the " + names + " data in " + (order == ByteOrder::kBig ? "big" : "little") +
+        "-endian order: clairfs does not decode those modules, so it cannot byte-swap them; "
+        "write the log in its own byte order (" +
+        (log.byte_order == ByteOrder::kBig ? "big" : "little") + "-endian)");
+  }
+
   // Module payloads, in module-id order.
   std::array<std::string, kMaxModules> module_raw;
   std::array<uint32_t, kMaxModules> versions{};
   for (const PosixRecord& r : log.posix) EncodePosixRecord(r, order, &module_raw[kPosixModule]);
   for (const StdioRecord& r : log.stdio) EncodeStdioRecord(r, order, &module_raw[kStdioModule]);
-  for (const DxtRecord& r : log.dxt_posix) EncodeDxtRecord(r, order, &module_raw[kDxtPosixModule]);
+  const uint32_t dxt_version = DxtPosixVersionToWrite(log);
+  for (const DxtRecord& r : log.dxt_posix) {
+    EncodeDxtRecord(r, dxt_version, order, &module_raw[kDxtPosixModule]);
+  }
+  // A module the log lists keeps its version (raw modules, partial modules without data).
+  for (const ModuleRegion& m : log.modules) {
+    if (m.module_id >= 0 && m.module_id < kMaxModules) versions[m.module_id] = m.version;
+  }
+  for (const RawModule& m : log.raw_modules) {
+    if (m.module_id <= kNullModule || m.module_id >= kMaxModules || m.module_id == kPosixModule ||
+        m.module_id == kStdioModule || m.module_id == kDxtPosixModule) {
+      return Status::Invalid("raw data for module id " + std::to_string(m.module_id) +
+                             " cannot be written (not a module slot clairfs leaves undecoded)");
+    }
+    module_raw[m.module_id] = m.data;
+    versions[m.module_id] = m.version;
+  }
   versions[kPosixModule] = kPosixVersion;
   versions[kStdioModule] = kStdioVersion;
-  versions[kDxtPosixModule] = kDxtPosixMaxVersion;
+  versions[kDxtPosixModule] = dxt_version;
   uint64_t partial_flags = 0;
   for (const ModuleRegion& m : log.modules) {
-    const bool written = m.module_id == kPosixModule || m.module_id == kStdioModule ||
-                         m.module_id == kDxtPosixModule;
-    if (written && m.partial) partial_flags |= uint64_t{1} << m.module_id;
+    if (m.partial && m.module_id >= 0 && m.module_id < kMaxModules) {
+      partial_flags |= uint64_t{1} << m.module_id;
+    }
   }
 
   std::string body;  // everything after the header
@@ -240,7 +278,7 @@ Result<DarshanLog> BuildPosixLog(const JobDescription& job,
     }
     log.posix.push_back(r);
   }
-  if (!log.posix.empty()) log.modules.push_back({kPosixModule, 0, 0, kPosixVersion, false});
+  if (!log.posix.empty()) log.modules.push_back({kPosixModule, 0, 0, kPosixVersion, false, true});
   return log;
 }
 

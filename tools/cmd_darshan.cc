@@ -2,7 +2,7 @@
 //
 //   clairfs darshan dump LOG [--json]        records as darshan-parser prints them (or JSON)
 //   clairfs darshan top LOG|DIR... [...]     files ranked by read heat, merged over logs
-//   clairfs darshan reencode IN OUT [...]    rewrite a log as a format-3.41 log
+//   clairfs darshan reencode IN OUT [...]    rewrite a log as a format-3.41 log, losing nothing
 //   clairfs darshan import MOUNTPOINT LOG... store heat in a cache's index (cmd_darshan_import.cc)
 //
 // `darshan` is a parent command: other children (e.g. `import`) register themselves on it in
@@ -60,11 +60,17 @@ struct ReencodeArgs {
   bool bzip2 = false;
 };
 
+// Every module is carried over: POSIX and STDIO converted to their current record versions,
+// DXT_POSIX as read, and the modules clairfs does not decode as their bytes and version. Those
+// bytes are in the input's byte order, so the output keeps that order.
 int RunReencode(const ReencodeArgs& args) {
-  Result<darshan::DarshanLog> log = darshan::ReadDarshanLogFile(args.in);
+  darshan::ReadOptions read;
+  read.keep_raw_modules = true;
+  Result<darshan::DarshanLog> log = darshan::ReadDarshanLogFile(args.in, read);
   if (!log.ok()) return FailLog("darshan reencode", log.status());
   darshan::WriteOptions options;
   options.compression = args.bzip2 ? darshan::Compression::kBzip2 : darshan::Compression::kZlib;
+  options.byte_order = log->byte_order;
   Status s = darshan::WriteDarshanLogFile(args.out, *log, options);
   if (!s.ok()) return FailLog("darshan reencode", s);
   return kExitOk;
@@ -92,7 +98,10 @@ void RegisterDarshan(CLI::App& app) {
   auto reencode_args = std::make_shared<ReencodeArgs>();
   CLI::App* reencode = AddCommand(
       darshan, "reencode",
-      "Rewrite a Darshan log (3.00-3.41) as a format-3.41 log with current record versions");
+      "Rewrite a Darshan log (3.00-3.41) as a format-3.41 log: POSIX and STDIO records in\n"
+      "their current versions, DXT_POSIX traces in the version they had, and every module\n"
+      "clairfs does not decode (MPI-IO, LUSTRE, HEATMAP, ...) carried over with its bytes and\n"
+      "version. The output keeps the input's byte order.");
   reencode->add_option("IN", reencode_args->in, "Darshan log to read")->required();
   reencode->add_option("OUT", reencode_args->out, "Log to write (must not exist)")->required();
   reencode->add_flag("--bzip2", reencode_args->bzip2, "Compress regions with bzip2, not zlib");
