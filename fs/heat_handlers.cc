@@ -9,6 +9,7 @@
 
 #include "planner/heat.h"
 #include "planner/log.h"
+#include "planner/name_escape.h"
 
 namespace clairfs {
 namespace {
@@ -72,21 +73,25 @@ Status ParseFileRow(const json& row, std::string* path, HeatCounters* counters) 
         "each entry of \"files\" must be [path, bytes_read, reads, opens, max_byte_read, "
         "read_time, records]");
   }
-  *path = row[0].get<std::string>();
+  // Paths travel escaped (planner/name_escape.h); heat is keyed by the raw bytes.
+  const std::string shown = row[0].get<std::string>();
+  auto raw = UnescapeName(shown);
+  if (!raw.ok()) return raw.status().WithContext("logged path \"" + SanitizeText(shown) + "\"");
+  *path = std::move(*raw);
   if (path->empty() || (*path)[0] != '/' || path->find('\0') != std::string::npos) {
-    return Status::Invalid("logged paths must be absolute: \"" + *path + "\"");
+    return Status::Invalid("logged paths must be absolute: \"" + EscapeName(*path) + "\"");
   }
   for (size_t i : {1, 2, 3, 6}) {
     if (!row[i].is_number_unsigned()) {
-      return Status::Invalid("counter " + std::to_string(i) + " of " + *path +
+      return Status::Invalid("counter " + std::to_string(i) + " of " + EscapeName(*path) +
                              " must be a non-negative integer");
     }
   }
   if (!row[4].is_number_integer() || row[4].get<int64_t>() < -1) {
-    return Status::Invalid("max_byte_read of " + *path + " must be an integer >= -1");
+    return Status::Invalid("max_byte_read of " + EscapeName(*path) + " must be an integer >= -1");
   }
   if (!row[5].is_number() || !(row[5].get<double>() >= 0)) {
-    return Status::Invalid("read_time of " + *path + " must be a number >= 0");
+    return Status::Invalid("read_time of " + EscapeName(*path) + " must be a number >= 0");
   }
   counters->bytes_read = row[1].get<uint64_t>();
   counters->reads = row[2].get<uint64_t>();
@@ -104,8 +109,10 @@ class HeatHandlers {
   Status Begin(const json& req, json* reply) {
     auto replace = OptionalBool(req, "replace");
     if (!replace.ok()) return replace.status();
-    auto prefix = OptionalString(req, "strip_prefix");
-    if (!prefix.ok()) return prefix.status();
+    auto shown_prefix = OptionalString(req, "strip_prefix");
+    if (!shown_prefix.ok()) return shown_prefix.status();
+    auto prefix = UnescapeName(*shown_prefix);  // escaped, as paths are
+    if (!prefix.ok()) return prefix.status().WithContext("strip_prefix");
     if (!prefix->empty() && (*prefix)[0] != '/') {
       return Status::Invalid("strip_prefix must be an absolute path");
     }
@@ -203,11 +210,11 @@ class HeatHandlers {
       std::string examples;
       for (const std::string& e : table.unmatched_examples) {
         if (examples.size() > 300) break;
-        examples += (examples.empty() ? "" : ", ") + e;
+        examples += (examples.empty() ? "" : ", ") + EscapeName(e);
       }
       return Status::Error(ENOENT, "none of the " + std::to_string(uploaded) +
                                        " logged paths is a file of this dataset under the prefix " +
-                                       table.prefix +
+                                       EscapeName(table.prefix) +
                                        (table.prefix_detected ? " (detected)" : " (given)") +
                                        "; give --strip-prefix (e.g.: " + examples + ")");
     }
@@ -230,11 +237,12 @@ class HeatHandlers {
         static_cast<unsigned long long>(result->files_new),
         static_cast<unsigned long long>(result->files_merged), table.unmatched_paths,
         static_cast<unsigned long long>(result->files_total));
-    (*reply)["prefix"] = table.prefix;
+    (*reply)["prefix"] = EscapeName(table.prefix);
     (*reply)["prefix_detected"] = table.prefix_detected;
     (*reply)["files_matched"] = table.files.size();
-    (*reply)["unmatched"] = {{"count", table.unmatched_paths},
-                             {"examples", table.unmatched_examples}};
+    json examples = json::array();
+    for (const std::string& e : table.unmatched_examples) examples.push_back(EscapeName(e));
+    (*reply)["unmatched"] = {{"count", table.unmatched_paths}, {"examples", examples}};
     (*reply)["files_new"] = result->files_new;
     (*reply)["files_merged"] = result->files_merged;
     (*reply)["files_total"] = result->files_total;

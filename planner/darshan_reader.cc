@@ -14,6 +14,7 @@
 #include "planner/darshan_bytes.h"
 #include "planner/darshan_compress.h"
 #include "planner/darshan_records.h"
+#include "planner/name_escape.h"
 
 namespace clairfs::darshan {
 namespace {
@@ -297,8 +298,9 @@ Result<DarshanLog> ParseDarshanLog(std::string_view bytes, const ReadOptions& op
   return log;
 }
 
-Result<DarshanLog> ReadDarshanLogFile(const std::string& path, const ReadOptions& options) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Result<DarshanLog> ReadDarshanLogFile(const std::string& raw_path, const ReadOptions& options) {
+  const std::string path = EscapeName(raw_path);  // as messages show it
+  int fd = open(raw_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, path);
   struct stat st;
   if (fstat(fd, &st) != 0) {

@@ -42,7 +42,8 @@ struct ReadOptions {
 
 Result<DarshanLog> ParseDarshanLog(std::string_view bytes, const ReadOptions& options = {});
 
-// Reads and parses the file at `path`; errors are prefixed with the path.
+// Reads and parses the file at `path`; errors are prefixed with the path (escaped as
+// EscapeName does, so that a message stays one line of UTF-8).
 Result<DarshanLog> ReadDarshanLogFile(const std::string& path, const ReadOptions& options = {});
 
 }  // namespace clairfs::darshan

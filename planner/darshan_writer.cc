@@ -13,6 +13,7 @@
 #include "planner/darshan_compress.h"
 #include "planner/darshan_hash.h"
 #include "planner/darshan_records.h"
+#include "planner/name_escape.h"
 
 namespace clairfs::darshan {
 namespace {
@@ -52,7 +53,8 @@ Result<std::string> JobRegionBytes(const DarshanLog& log, ByteOrder order) {
   std::string text = job.exe;
   for (const MountEntry& m : log.mounts) {
     if (m.fs_type.empty() || m.path.empty() || HasSpace(m.fs_type) || HasSpace(m.path)) {
-      return Status::Invalid("mount entry \"" + m.fs_type + "\" \"" + m.path +
+      return Status::Invalid("mount entry \"" + EscapeName(m.fs_type) + "\" \"" +
+                             EscapeName(m.path) +
                              "\": type and path must be non-empty and without whitespace");
     }
     text += "\n" + m.fs_type + "\t" + m.path;
@@ -187,10 +189,11 @@ Result<std::string> EncodeDarshanLog(const DarshanLog& log, const WriteOptions& 
 
 Status WriteDarshanLogFile(const std::string& path, const DarshanLog& log,
                            const WriteOptions& options) {
+  const std::string shown = EscapeName(path);  // as messages show it
   Result<std::string> bytes = EncodeDarshanLog(log, options);
-  if (!bytes.ok()) return bytes.status().WithContext(path);
+  if (!bytes.ok()) return bytes.status().WithContext(shown);
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(errno, path);
+  if (fd < 0) return Status::FromErrno(errno, shown);
   size_t done = 0;
   int err = 0;
   while (done < bytes->size()) {
@@ -206,7 +209,7 @@ Status WriteDarshanLogFile(const std::string& path, const DarshanLog& log,
   if (close(fd) != 0 && err == 0) err = errno;
   if (err != 0) {
     unlink(path.c_str());
-    return Status::FromErrno(err, "writing " + path);
+    return Status::FromErrno(err, "writing " + shown);
   }
   return Status::Ok();
 }
@@ -226,7 +229,7 @@ Result<DarshanLog> BuildPosixLog(const JobDescription& job,
   for (const auto& [key, value] : job.metadata) {
     if (key.empty() || key.find_first_of("=\n") != std::string::npos ||
         value.find('\n') != std::string::npos) {
-      return Status::Invalid("metadata \"" + key +
+      return Status::Invalid("metadata \"" + EscapeName(key) +
                              "\": keys need no '=' or newline, values no "
                              "newline");
     }
@@ -244,7 +247,7 @@ Result<DarshanLog> BuildPosixLog(const JobDescription& job,
   std::set<std::pair<uint64_t, int64_t>> seen;
   for (const FileCounters& f : files) {
     if (f.path.empty() || (f.path[0] != '/' && f.path[0] != '<')) {
-      return Status::Invalid("file \"" + f.path + "\": path must be absolute");
+      return Status::Invalid("file \"" + EscapeName(f.path) + "\": path must be absolute");
     }
     if (f.path.find('\0') != std::string::npos) {
       return Status::Invalid("file path contains a NUL byte");
@@ -254,26 +257,28 @@ Result<DarshanLog> BuildPosixLog(const JobDescription& job,
     r.id = DarshanRecordId(name);
     r.rank = f.rank;
     if (!seen.insert({r.id, r.rank}).second) {
-      return Status::Invalid("file \"" + name + "\" rank " + std::to_string(f.rank) +
+      return Status::Invalid("file \"" + EscapeName(name) + "\" rank " + std::to_string(f.rank) +
                              " given twice");
     }
     for (const auto& [counter, value] : f.counters) {
       auto it = int_index.find(counter);
       if (it == int_index.end()) {
-        return Status::Invalid("file \"" + name + "\": unknown POSIX counter " + counter);
+        return Status::Invalid("file \"" + EscapeName(name) + "\": unknown POSIX counter " +
+                               EscapeName(counter));
       }
       r.counters[it->second] = value;
     }
     for (const auto& [counter, value] : f.fcounters) {
       auto it = float_index.find(counter);
       if (it == float_index.end()) {
-        return Status::Invalid("file \"" + name + "\": unknown POSIX float counter " + counter);
+        return Status::Invalid("file \"" + EscapeName(name) + "\": unknown POSIX float counter " +
+                               EscapeName(counter));
       }
       r.fcounters[it->second] = value;
     }
     auto [it, inserted] = log.names.try_emplace(r.id, name);
     if (!inserted && it->second != name) {
-      return Status::Invalid("files \"" + it->second + "\" and \"" + name +
+      return Status::Invalid("files \"" + EscapeName(it->second) + "\" and \"" + EscapeName(name) +
                              "\" have the same record id");
     }
     log.posix.push_back(r);

@@ -7,6 +7,9 @@
 //
 // `darshan` is a parent command: other children (e.g. `import`) register themselves on it in
 // their own files. Exit codes: 0 done, 1 failed (unreadable or corrupt log), 2 usage.
+// Names: the text of `dump` is darshan-parser's, line for line, so it prints names raw (as the
+// log stores them); everything else prints EscapeName of them (planner/name_escape.h): JSON,
+// `top`, and every error message.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -15,6 +18,7 @@
 #include "planner/darshan_reader.h"
 #include "planner/darshan_text.h"
 #include "planner/darshan_writer.h"
+#include "planner/name_escape.h"
 #include "tools/cli.h"
 #include "tools/cmd_darshan.h"
 #include "tools/commands.h"
@@ -25,7 +29,8 @@ namespace {
 // A corrupt log, or one the 3.41 format cannot hold, is a failed operation (exit 1), not a usage
 // error, although the reader and writer report it as EINVAL.
 int FailLog(const std::string& command, const Status& status) {
-  fprintf(stderr, "clairfs %s: %s\n", command.c_str(), status.message().c_str());
+  // The reader and writer escape the names they quote; this keeps any other byte off the line.
+  fprintf(stderr, "clairfs %s: %s\n", command.c_str(), SanitizeText(status.message()).c_str());
   return kExitFailed;
 }
 
@@ -86,10 +91,14 @@ void RegisterDarshan(CLI::App& app) {
   auto dump_args = std::make_shared<DumpArgs>();
   CLI::App* dump = AddCommand(
       darshan, "dump",
-      "Print a log's POSIX and STDIO records exactly as darshan-parser does (or as JSON)");
+      "Print a log's POSIX and STDIO records exactly as darshan-parser does (or as JSON).\n"
+      "The text is darshan-parser's line for line, so file names are printed raw, as the log\n"
+      "stores them (a name holding a newline spans two lines); --json gives every name\n"
+      "escaped (printable UTF-8 as is, \\ for a backslash, \\xHH for any other byte).");
   dump->add_option("LOG", dump_args->log, "Darshan log file")->required();
   dump->add_flag("--json", dump_args->json,
-                 "Structured output: job, mounts, regions, records with named counters");
+                 "Structured output: job, mounts, regions, records with named counters, DXT "
+                 "traces; names escaped");
   dump->callback([dump_args] { SetExitCode(RunDump(*dump_args)); });
 
   RegisterDarshanTop(darshan);

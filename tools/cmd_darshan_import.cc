@@ -8,7 +8,9 @@
 // paths onto the manifest (--strip-prefix, else a detected prefix) and store them. Offline
 // (--cache, no mount running) the command opens the cache as the daemon does (cache lock, index,
 // a fresh listing of --backing) and serves the same ops in-process, so both modes share
-// validation, mapping and reporting. A cache held by a running daemon is refused, naming it.
+// validation, mapping and reporting. A cache held by a running daemon is refused, naming it. A
+// --cache directory that does not exist yet is created, and removed again if the import fails.
+// Paths are sent to the daemon escaped (planner/name_escape.h) and printed escaped.
 //
 // Semantics: by default heat is merged (counters added per path) with what is stored, and logs
 // imported before (same content) are skipped, so importing a directory again adds only its new
@@ -36,6 +38,7 @@
 #include "fs/control_server.h"
 #include "fs/heat_handlers.h"
 #include "planner/heat.h"
+#include "planner/name_escape.h"
 #include "planner/units.h"
 #include "tools/cli.h"
 #include "tools/cmd_darshan.h"
@@ -75,8 +78,11 @@ Result<nlohmann::json> Import(const CallFn& call, const std::vector<std::string>
     if (!id.ok()) return id.status();
     ids.push_back(*id);
   }
-  auto begin =
-      call({{"op", "heat_import_begin"}, {"replace", a.replace}, {"strip_prefix", a.strip_prefix}});
+  // Paths cross the control socket escaped (fs/heat_handlers.h); the daemon keys heat by the
+  // raw bytes again.
+  auto begin = call({{"op", "heat_import_begin"},
+                     {"replace", a.replace},
+                     {"strip_prefix", EscapeName(a.strip_prefix)}});
   if (!begin.ok()) return begin.status();
   const uint64_t session = begin->value("session", uint64_t{0});
 
@@ -149,8 +155,10 @@ Result<nlohmann::json> Import(const CallFn& call, const std::vector<std::string>
     return reply.ok() ? Status::Ok() : reply.status();
   };
   for (const auto& [path, c] : raw.by_path) {
-    rows.push_back({path, c.bytes_read, c.reads, c.opens, c.max_byte_read, c.read_time, c.records});
-    bytes += path.size() + 100;
+    std::string shown = EscapeName(path);
+    bytes += shown.size() + 100;
+    rows.push_back({std::move(shown), c.bytes_read, c.reads, c.opens, c.max_byte_read, c.read_time,
+                    c.records});
     if (bytes >= kChunkBytes) CLAIRFS_RETURN_IF_ERROR(flush());
   }
   CLAIRFS_RETURN_IF_ERROR(flush());
@@ -158,11 +166,13 @@ Result<nlohmann::json> Import(const CallFn& call, const std::vector<std::string>
   if (!committed.ok()) return committed.status();
   nlohmann::json report = std::move(*committed);
   report.erase("ok");
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const std::string& m : raw.skipped_logs) skipped.push_back(SanitizeText(m));
   report["logs"] = {{"found", logs->size()},
                     {"already_imported", already},
                     {"duplicates", duplicates},
                     {"read", raw.logs},
-                    {"skipped_bad", raw.skipped_logs}};
+                    {"skipped_bad", skipped}};
   report["records"] = raw.records;
   report["paths_logged"] = raw.by_path.size();
   report["special_names"] = raw.special_names;
