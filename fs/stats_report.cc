@@ -3,7 +3,19 @@
 
 #include <algorithm>
 
+#include "planner/name_escape.h"
+
 namespace clairfs {
+
+namespace {
+
+nlohmann::json CommonValuesToJson(const CommonValues& v) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [value, count] : v.counts) list.push_back({value, count});
+  return list;
+}
+
+}  // namespace
 
 nlohmann::json CountersToJson(const FileIoCounters& c) {
   return nlohmann::json{{"opens", c.opens},
@@ -14,7 +26,13 @@ nlohmann::json CountersToJson(const FileIoCounters& c) {
                         {"seq_reads", c.seq_reads},
                         {"size_read", c.size_read},
                         {"read_time", c.read_time},
+                        {"read_busy_time", c.read_busy_time},
                         {"max_read_time", c.max_read_time},
+                        {"max_read_time_size", c.max_read_time_size},
+                        {"meta_time", c.meta_time},
+                        {"file_not_aligned", c.file_not_aligned},
+                        {"access_sizes", CommonValuesToJson(c.access_sizes)},
+                        {"strides", CommonValuesToJson(c.strides)},
                         {"open_start", c.open_start},
                         {"open_end", c.open_end},
                         {"read_start", c.read_start},
@@ -37,7 +55,7 @@ nlohmann::json BuildStats(const FileSystem& fs, size_t top) {
   }
   nlohmann::json files = nlohmann::json::array();
   for (size_t i = 0; i < rows.size() && (top == 0 || i < top); ++i) {
-    nlohmann::json row = {{"path", rows[i].path}};
+    nlohmann::json row = {{"path", EscapeName(rows[i].path)}};
     for (int s = 0; s < kReadSources; ++s) {
       row[ReadSourceName(static_cast<ReadSource>(s))] = CountersToJson(rows[i].by_source[s]);
     }
@@ -53,6 +71,7 @@ nlohmann::json BuildStats(const FileSystem& fs, size_t top) {
       {"files_with_counters", rows.size()},
       {"start_time_ns", fs.start_realtime_ns()},
       {"elapsed_seconds", fs.Elapsed()},
+      {"file_alignment", kFileAlignment},
       {"note",
        "counters count requests that reached the clairfs daemon, merged when a file is closed; "
        "reads served by the kernel page cache are not seen"}};

@@ -4,10 +4,14 @@
 //
 // Request fields: "top" (files to return, hottest by bytes read first; 0 = all). Reply: "files"
 // [{path, cache: {...}, backing: {...}}], "totals" {cache: {...}, backing: {...}},
-// "files_with_counters", "start_time_ns" (wall clock at mount), "elapsed_seconds", "note".
+// "files_with_counters", "start_time_ns" (wall clock at mount), "elapsed_seconds",
+// "file_alignment" (bytes), "note". Paths are EscapeName'd (planner/name_escape.h).
 // Counter objects hold Darshan-style names in lower case: opens, reads, bytes_read,
-// max_byte_read, consec_reads, seq_reads, size_read (10 buckets), read_time, max_read_time,
-// open_start, open_end, read_start, read_end, close_start, close_end (seconds since mount).
+// max_byte_read, consec_reads, seq_reads, size_read (10 buckets), read_time, read_busy_time,
+// max_read_time,
+// max_read_time_size, meta_time, file_not_aligned, access_sizes and strides ([[value, count]],
+// see fs/file_stats.h), open_start, open_end, read_start, read_end, close_start, close_end
+// (seconds since mount).
 #pragma once
 
 #include <nlohmann/json.hpp>
