@@ -21,9 +21,7 @@ std::string DarshanLog::ModulesNotHeld() const {
   std::string names;
   for (const ModuleRegion& m : modules) {
     if (m.length == 0 || m.held) continue;
-    std::string_view name = ModuleName(m.module_id);
-    if (!names.empty()) names += ", ";
-    names += name.empty() ? "module " + std::to_string(m.module_id) : std::string(name);
+    names += (names.empty() ? "" : ", ") + ModuleLabel(m.module_id);
   }
   return names;
 }

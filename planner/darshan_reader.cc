@@ -33,11 +33,7 @@ struct Header {
   uint64_t partial_flags = 0;
 };
 
-std::string RegionName(int module_id) {
-  std::string_view name = ModuleName(module_id);
-  if (name.empty()) return "module " + std::to_string(module_id) + " region";
-  return std::string(name) + " region";
-}
+std::string RegionName(int module_id) { return ModuleLabel(module_id) + " region"; }
 
 Status ParseHeader(std::string_view bytes, DarshanLog* log, Header* h) {
   if (bytes.size() < 8) {

@@ -105,9 +105,7 @@ Result<std::string> EncodeDarshanLog(const DarshanLog& log, const WriteOptions& 
   if (!log.raw_modules.empty() && order != log.byte_order) {
     std::string names;
     for (const RawModule& m : log.raw_modules) {
-      std::string_view name = ModuleName(m.module_id);
-      names += (names.empty() ? "" : ", ") +
-               (name.empty() ? "module " + std::to_string(m.module_id) : std::string(name));
+      names += (names.empty() ? "" : ", ") + ModuleLabel(m.module_id);
     }
     return Status::Invalid(
         "cannot write the " + names + " data in " + (order == ByteOrder::kBig ? "big" : "little") +
