@@ -30,6 +30,20 @@ int FileIoCounters::SizeBucket(uint64_t bytes) {
   return kSizeBuckets - 1;
 }
 
+void CommonValues::Add(int64_t value, uint64_t times) {
+  for (auto& [v, count] : counts) {
+    if (v == value) {
+      count += times;
+      return;
+    }
+  }
+  if (counts.size() < kMaxCommonValues) counts.emplace_back(value, times);
+}
+
+void CommonValues::Merge(const CommonValues& other) {
+  for (const auto& [value, count] : other.counts) Add(value, count);
+}
+
 void FileIoCounters::Merge(const FileIoCounters& o) {
   opens += o.opens;
   reads += o.reads;
@@ -39,7 +53,15 @@ void FileIoCounters::Merge(const FileIoCounters& o) {
   seq_reads += o.seq_reads;
   for (int i = 0; i < kSizeBuckets; ++i) size_read[i] += o.size_read[i];
   read_time += o.read_time;
-  max_read_time = std::max(max_read_time, o.max_read_time);
+  read_busy_time += o.read_busy_time;
+  if (o.max_read_time > max_read_time) {
+    max_read_time = o.max_read_time;
+    max_read_time_size = o.max_read_time_size;
+  }
+  meta_time += o.meta_time;
+  file_not_aligned += o.file_not_aligned;
+  access_sizes.Merge(o.access_sizes);
+  strides.Merge(o.strides);
   KeepMin(&open_start, o.open_start);
   KeepMax(&open_end, o.open_end);
   KeepMin(&read_start, o.read_start);
@@ -53,6 +75,7 @@ void OpenFileStats::OnOpen(double start, double end) {
   counters_.opens = 1;
   counters_.open_start = start;
   counters_.open_end = end;
+  counters_.meta_time += std::max(0.0, end - start);
 }
 
 void OpenFileStats::OnRead(uint64_t offset, uint64_t bytes, double start, double end) {
@@ -63,14 +86,32 @@ void OpenFileStats::OnRead(uint64_t offset, uint64_t bytes, double start, double
   if (bytes > 0) {
     c.max_byte_read = std::max<int64_t>(c.max_byte_read, static_cast<int64_t>(offset + bytes - 1));
   }
+  const int64_t at = static_cast<int64_t>(offset);
+  int64_t stride = 0;
   if (next_offset_ >= 0) {
-    if (static_cast<int64_t>(offset) == next_offset_) ++c.consec_reads;
-    if (static_cast<int64_t>(offset) >= next_offset_) ++c.seq_reads;
+    if (at == next_offset_) ++c.consec_reads;
+    if (at >= next_offset_) {
+      ++c.seq_reads;
+      stride = at - next_offset_;
+    }
   }
   next_offset_ = static_cast<int64_t>(offset + bytes);
   ++c.size_read[FileIoCounters::SizeBucket(bytes)];
+  c.access_sizes.Add(static_cast<int64_t>(bytes));
+  c.strides.Add(stride);
+  if (at % kFileAlignment != 0) ++c.file_not_aligned;
   c.read_time += end - start;
-  c.max_read_time = std::max(c.max_read_time, end - start);
+  // Darshan's DARSHAN_TIMER_INC_NO_OVERLAP: only the part after the latest end so far counts.
+  if (start >= last_read_end_) {
+    c.read_busy_time += end - start;
+  } else if (end > last_read_end_) {
+    c.read_busy_time += end - last_read_end_;
+  }
+  last_read_end_ = std::max(last_read_end_, end);
+  if (end - start > c.max_read_time) {
+    c.max_read_time = end - start;
+    c.max_read_time_size = static_cast<int64_t>(bytes);
+  }
   KeepMin(&c.read_start, start);
   KeepMax(&c.read_end, end);
 }
@@ -79,6 +120,7 @@ FileIoCounters OpenFileStats::OnClose(double start, double end) {
   std::lock_guard<std::mutex> lock(mu_);
   counters_.close_start = start;
   counters_.close_end = end;
+  counters_.meta_time += std::max(0.0, end - start);
   return counters_;
 }
 

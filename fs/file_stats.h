@@ -9,7 +9,12 @@
 // Semantics (as Darshan's POSIX module counts them): a read is consecutive if it starts where the
 // previous read of the same open ended, sequential if it starts at or after that point;
 // max_byte_read is the highest byte offset read; the size histogram buckets are Darshan's
-// (0-100, 100-1K, ... 1G+). Thread-safe.
+// (0-100, 100-1K, ... 1G+). Also as Darshan counts them: the read that took longest and its
+// size; access sizes and strides (the gap from the end of the previous read of the same open to
+// the next, 0 for the first read and for reads that do not move forward) as common values, at
+// most kMaxCommonValues distinct ones per file, a new value past that not counted; reads whose
+// offset is not a multiple of kFileAlignment. meta_time is the time spent in open and release.
+// Reads are the FUSE requests the daemon serves, split at max_read. Thread-safe.
 #pragma once
 
 #include <array>
@@ -17,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace clairfs {
@@ -27,6 +33,22 @@ const char* ReadSourceName(ReadSource source);
 
 constexpr int kSizeBuckets = 10;
 
+// The block size the mount reports (statfs f_bsize, st_blksize): what Darshan records as a
+// file's POSIX_FILE_ALIGNMENT.
+constexpr int64_t kFileAlignment = 4096;
+// As Darshan's runtime (DARSHAN_COMMON_VAL_MAX_RUNTIME_COUNT).
+constexpr size_t kMaxCommonValues = 32;
+
+// Darshan's common-value counters: how often each value (an access size, a stride) occurred.
+struct CommonValues {
+  std::vector<std::pair<int64_t, uint64_t>> counts;  // value, count; in first-seen order
+
+  // Counts `value` `times` more; a value not seen before is dropped once kMaxCommonValues
+  // distinct values are held.
+  void Add(int64_t value, uint64_t times = 1);
+  void Merge(const CommonValues& other);
+};
+
 struct FileIoCounters {
   uint64_t opens = 0;
   uint64_t reads = 0;
@@ -35,8 +57,16 @@ struct FileIoCounters {
   uint64_t consec_reads = 0;
   uint64_t seq_reads = 0;
   std::array<uint64_t, kSizeBuckets> size_read{};
-  double read_time = 0;  // seconds spent reading in the daemon
+  double read_time = 0;  // seconds spent reading in the daemon, summed over requests
+  // Seconds during which a read of the open was in progress: concurrent requests of one open
+  // (the kernel's readahead) count once, as Darshan counts POSIX_F_READ_TIME.
+  double read_busy_time = 0;
   double max_read_time = 0;
+  int64_t max_read_time_size = 0;  // bytes of the read that took max_read_time
+  double meta_time = 0;            // seconds spent in open and release
+  uint64_t file_not_aligned = 0;   // reads at an offset that is not a multiple of kFileAlignment
+  CommonValues access_sizes;
+  CommonValues strides;
   double open_start = -1, open_end = -1;  // first open start, last open end
   double read_start = -1, read_end = -1;  // first read start, last read end
   double close_start = -1, close_end = -1;
@@ -55,9 +85,10 @@ class OpenFileStats {
   FileIoCounters OnClose(double start, double end);
 
  private:
-  std::mutex mu_;  // guards counters_ and next_offset_ (only this open's reads contend)
+  std::mutex mu_;  // guards the fields below (only this open's reads contend)
   FileIoCounters counters_;
-  int64_t next_offset_ = -1;  // end of the previous read
+  int64_t next_offset_ = -1;   // end of the previous read
+  double last_read_end_ = -1;  // latest end of a read so far, for read_busy_time
 };
 
 struct FileStatsRow {

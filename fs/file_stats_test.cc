@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace clairfs {
 namespace {
@@ -30,6 +32,50 @@ TEST(FileStats, CountsReadsLikeDarshan) {
   EXPECT_DOUBLE_EQ(c.read_start, 2.0);
   EXPECT_DOUBLE_EQ(c.read_end, 3.0);
   EXPECT_DOUBLE_EQ(c.close_end, 4.1);
+}
+
+// What a Darshan log of the mount needs beyond the basic counts: the longest read and its size,
+// time in open and release, access sizes and strides as Darshan's common values, reads not
+// aligned to the mount's block size, and read time with overlapping requests counted once.
+TEST(FileStats, CountsWhatDarshanDerivesFromEachRead) {
+  OpenFileStats open;
+  open.OnOpen(1.0, 1.25);
+  open.OnRead(0, 131072, 2.0, 2.5);       // first read: stride 0
+  open.OnRead(131072, 131072, 2.4, 2.6);  // consecutive, overlaps the first: 0.1 s more busy
+  open.OnRead(270336, 4096, 3.0, 3.05);   // sequential, 8192 bytes past the previous end
+  open.OnRead(100, 50, 3.1, 3.2);         // backwards: stride 0, not aligned
+  FileIoCounters c = open.OnClose(4.0, 4.5);
+  EXPECT_DOUBLE_EQ(c.meta_time, 0.25 + 0.5);
+  EXPECT_DOUBLE_EQ(c.max_read_time, 0.5);
+  EXPECT_EQ(c.max_read_time_size, 131072);
+  EXPECT_EQ(c.file_not_aligned, 1u);
+  EXPECT_NEAR(c.read_time, 0.5 + 0.2 + 0.05 + 0.1, 1e-9);
+  EXPECT_NEAR(c.read_busy_time, 0.5 + 0.1 + 0.05 + 0.1, 1e-9);
+  using Counts = std::vector<std::pair<int64_t, uint64_t>>;
+  EXPECT_EQ(c.access_sizes.counts, (Counts{{131072, 2}, {4096, 1}, {50, 1}}));
+  EXPECT_EQ(c.strides.counts, (Counts{{0, 3}, {8192, 1}}));
+
+  // Merging keeps the slowest read's size with its time, and adds the common values.
+  FileIoCounters other;
+  other.max_read_time = 0.75;
+  other.max_read_time_size = 77;
+  other.meta_time = 1;
+  other.access_sizes.Add(4096, 5);
+  c.Merge(other);
+  EXPECT_DOUBLE_EQ(c.max_read_time, 0.75);
+  EXPECT_EQ(c.max_read_time_size, 77);
+  EXPECT_DOUBLE_EQ(c.meta_time, 1.75);
+  EXPECT_EQ(c.access_sizes.counts, (Counts{{131072, 2}, {4096, 6}, {50, 1}}));
+}
+
+TEST(FileStats, CommonValuesKeepAtMostDarshansNumberOfDistinctValues) {
+  CommonValues v;
+  for (int64_t i = 1; i <= 40; ++i) v.Add(i);
+  ASSERT_EQ(v.counts.size(), kMaxCommonValues);
+  v.Add(1, 4);  // a value held is still counted
+  v.Add(1000);  // a new one is not
+  EXPECT_EQ(v.counts[0], (std::pair<int64_t, uint64_t>{1, 5}));
+  EXPECT_EQ(v.counts.back().first, static_cast<int64_t>(kMaxCommonValues));
 }
 
 TEST(FileStats, BucketsMatchDarshansBoundaries) {

@@ -73,8 +73,10 @@ Status ParseFileRow(const json& row, std::string* path, HeatCounters* counters) 
         "each entry of \"files\" must be [path, bytes_read, reads, opens, max_byte_read, "
         "read_time, records]");
   }
-  auto raw = UnescapeName(row[0].get<std::string>());
-  if (!raw.ok()) return raw.status();
+  // Paths travel escaped (planner/name_escape.h); heat is keyed by the raw bytes.
+  const std::string shown = row[0].get<std::string>();
+  auto raw = UnescapeName(shown);
+  if (!raw.ok()) return raw.status().WithContext("logged path \"" + SanitizeText(shown) + "\"");
   *path = std::move(*raw);
   if (path->empty() || (*path)[0] != '/' || path->find('\0') != std::string::npos) {
     return Status::Invalid("logged paths must be absolute: \"" + EscapeName(*path) + "\"");
@@ -107,10 +109,10 @@ class HeatHandlers {
   Status Begin(const json& req, json* reply) {
     auto replace = OptionalBool(req, "replace");
     if (!replace.ok()) return replace.status();
-    auto prefix_text = OptionalString(req, "strip_prefix");
-    if (!prefix_text.ok()) return prefix_text.status();
-    auto prefix = UnescapeName(*prefix_text);
-    if (!prefix.ok()) return prefix.status();
+    auto shown_prefix = OptionalString(req, "strip_prefix");
+    if (!shown_prefix.ok()) return shown_prefix.status();
+    auto prefix = UnescapeName(*shown_prefix);  // escaped, as paths are
+    if (!prefix.ok()) return prefix.status().WithContext("strip_prefix");
     if (!prefix->empty() && (*prefix)[0] != '/') {
       return Status::Invalid("strip_prefix must be an absolute path");
     }
@@ -240,7 +242,7 @@ class HeatHandlers {
     (*reply)["files_matched"] = table.files.size();
     json examples = json::array();
     for (const std::string& e : table.unmatched_examples) examples.push_back(EscapeName(e));
-    (*reply)["unmatched"] = {{"count", table.unmatched_paths}, {"examples", std::move(examples)}};
+    (*reply)["unmatched"] = {{"count", table.unmatched_paths}, {"examples", examples}};
     (*reply)["files_new"] = result->files_new;
     (*reply)["files_merged"] = result->files_merged;
     (*reply)["files_total"] = result->files_total;

@@ -14,9 +14,8 @@
 //                               files_total, files_dropped, logs_new, logs_total, replace}
 //   heat_status        (anyone) {} -> {files, files_hot, logs, imported_at_ns}
 //
-// Paths travel escaped (planner/name_escape.h) both ways: the uploaded paths and strip_prefix are
-// unescaped here, the prefix and the unmatched examples in replies are escaped.
-//
+// Paths (files' abs path, strip_prefix, the reply's prefix and examples) are EscapeName'd text
+// (planner/name_escape.h): logged names are any bytes; heat is keyed by the raw bytes.
 // The client asks which of its logs are known (check_logs), reads only the others, and names the
 // ones it read (logs) with their files. Logs already imported are never recorded twice; with
 // replace nothing counts as known. A commit with nothing uploaded and no replace changes nothing.

@@ -8,6 +8,16 @@
 
 namespace clairfs {
 
+namespace {
+
+nlohmann::json CommonValuesToJson(const CommonValues& v) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [value, count] : v.counts) list.push_back({value, count});
+  return list;
+}
+
+}  // namespace
+
 nlohmann::json CountersToJson(const FileIoCounters& c) {
   return nlohmann::json{{"opens", c.opens},
                         {"reads", c.reads},
@@ -17,7 +27,13 @@ nlohmann::json CountersToJson(const FileIoCounters& c) {
                         {"seq_reads", c.seq_reads},
                         {"size_read", c.size_read},
                         {"read_time", c.read_time},
+                        {"read_busy_time", c.read_busy_time},
                         {"max_read_time", c.max_read_time},
+                        {"max_read_time_size", c.max_read_time_size},
+                        {"meta_time", c.meta_time},
+                        {"file_not_aligned", c.file_not_aligned},
+                        {"access_sizes", CommonValuesToJson(c.access_sizes)},
+                        {"strides", CommonValuesToJson(c.strides)},
                         {"open_start", c.open_start},
                         {"open_end", c.open_end},
                         {"read_start", c.read_start},
@@ -57,6 +73,7 @@ nlohmann::json BuildStats(const FileSystem& fs, size_t top, bool per_file) {
       {"files_with_counters", rows.size()},
       {"start_time_ns", fs.start_realtime_ns()},
       {"elapsed_seconds", fs.Elapsed()},
+      {"file_alignment", kFileAlignment},
       {"note",
        "counters count requests that reached the clairfs daemon, merged when a file is closed; "
        "reads served by the kernel page cache are not seen"}};

@@ -53,6 +53,11 @@ std::string_view ModuleName(int module_id) {
   return kNames[module_id];
 }
 
+std::string ModuleLabel(int module_id) {
+  std::string_view name = ModuleName(module_id);
+  return name.empty() ? "module " + std::to_string(module_id) : std::string(name);
+}
+
 int ModuleIdForSlot(FormatVersion v, int slot) {
   switch (v) {
     case FormatVersion::k300:

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace clairfs::darshan {
@@ -67,6 +68,8 @@ enum ModuleId : int {
 };
 // The name darshan-parser prints ("POSIX", "MPI-IO", ...), or "" for ids it does not know.
 std::string_view ModuleName(int module_id);
+// ModuleName, or "module N" for an id without a name: for messages.
+std::string ModuleLabel(int module_id);
 
 // Maps a header slot of a log of version `v` onto the 3.41 module id (older logs lack the H5D
 // and PNETCDF_VAR slots).

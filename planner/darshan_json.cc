@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "planner/name_escape.h"
+
 namespace clairfs::darshan {
 namespace {
 
@@ -18,7 +20,9 @@ json MetadataObject(const std::string& metadata) {
     if (end == std::string::npos) end = metadata.size();
     std::string line = metadata.substr(start, end - start);
     size_t eq = line.find('=');
-    if (eq != std::string::npos) object[line.substr(0, eq)] = line.substr(eq + 1);
+    if (eq != std::string::npos) {
+      object[EscapeName(line.substr(0, eq))] = EscapeName(line.substr(eq + 1));
+    }
     start = end + 1;
   }
   return object;
@@ -31,16 +35,17 @@ json RecordHeader(const DarshanLog& log, std::string_view module, int64_t rank, 
   r["id"] = id;
   const std::string* name = log.FindName(id);
   const MountEntry* mount = name ? log.MountFor(*name) : nullptr;
-  r["name"] = name ? json(*name) : json(nullptr);
-  r["mount"] = mount ? json(mount->path) : json(nullptr);
-  r["fs_type"] = mount ? json(mount->fs_type) : json(nullptr);
+  r["name"] = name ? json(EscapeName(*name)) : json(nullptr);
+  r["mount"] = mount ? json(EscapeName(mount->path)) : json(nullptr);
+  r["fs_type"] = mount ? json(EscapeName(mount->fs_type)) : json(nullptr);
   return r;
 }
 
-json Segments(const std::vector<DxtSegment>& segments) {
+json Segments(const std::vector<DxtSegment>& segments, bool has_pthread_ids) {
   json list = json::array();
   for (const DxtSegment& s : segments) {
-    list.push_back({s.offset, s.length, Number(s.start_time), Number(s.end_time)});
+    list.push_back({s.offset, s.length, Number(s.start_time), Number(s.end_time),
+                    has_pthread_ids ? json(s.pthread_id) : json(nullptr)});
   }
   return list;
 }
@@ -61,11 +66,11 @@ nlohmann::ordered_json ToJson(const DarshanLog& log, bool include_dxt) {
                  {"end_time", job.end_time_sec},
                  {"end_time_nsec", job.end_time_nsec},
                  {"run_time", Number(log.RunTimeSeconds())},
-                 {"exe", job.exe},
+                 {"exe", EscapeName(job.exe)},
                  {"metadata", MetadataObject(job.metadata)}};
   json mounts = json::array();
   for (const MountEntry& m : log.mounts)
-    mounts.push_back({{"path", m.path}, {"fs_type", m.fs_type}});
+    mounts.push_back({{"path", EscapeName(m.path)}, {"fs_type", EscapeName(m.fs_type)}});
   root["mounts"] = mounts;
   json modules = json::array();
   for (const ModuleRegion& m : log.modules) {
@@ -111,13 +116,15 @@ nlohmann::ordered_json ToJson(const DarshanLog& log, bool include_dxt) {
   root["dropped_posix_v1_records"] = log.dropped_posix_v1_records;
 
   if (include_dxt) {
+    const bool has_pthread_ids = log.dxt_posix_version >= 2;
+    root["dxt_posix_version"] = log.dxt_posix_version;
     json dxt = json::array();
     for (const DxtRecord& r : log.dxt_posix) {
       json rec = RecordHeader(log, "DXT_POSIX", r.rank, r.id);
       rec.erase("module");
-      rec["hostname"] = r.hostname;
-      rec["writes"] = Segments(r.writes);
-      rec["reads"] = Segments(r.reads);
+      rec["hostname"] = EscapeName(r.hostname);
+      rec["writes"] = Segments(r.writes, has_pthread_ids);
+      rec["reads"] = Segments(r.reads, has_pthread_ids);
       dxt.push_back(std::move(rec));
     }
     root["dxt_posix"] = std::move(dxt);

@@ -10,6 +10,29 @@ const ModuleRegion* DarshanLog::FindModule(int module_id) const {
   return nullptr;
 }
 
+const RawModule* DarshanLog::FindRawModule(int module_id) const {
+  for (const RawModule& m : raw_modules) {
+    if (m.module_id == module_id) return &m;
+  }
+  return nullptr;
+}
+
+std::string DarshanLog::ModulesNotHeld() const {
+  std::string names;
+  for (const ModuleRegion& m : modules) {
+    if (m.length == 0 || m.held) continue;
+    names += (names.empty() ? "" : ", ") + ModuleLabel(m.module_id);
+  }
+  return names;
+}
+
+void DarshanLog::DropModulesNotDecoded() {
+  std::erase_if(modules, [this](const ModuleRegion& m) {
+    return FindRawModule(m.module_id) != nullptr || (m.length > 0 && !m.held);
+  });
+  raw_modules.clear();
+}
+
 const std::string* DarshanLog::FindName(uint64_t id) const {
   auto it = names.find(id);
   return it == names.end() ? nullptr : &it->second;

@@ -5,7 +5,10 @@
 // STDIO records always carry the current record versions' counters (POSIX 4, STDIO 2): the
 // reader converts older versions, filling counters an old version lacks with -1 (and
 // POSIX_RENAMED_FROM with 0), as darshan-util does. A counter value of -1 means "not monitored".
-// Names are looked up by record id; ids repeat across ranks and are stored once.
+// Names are looked up by record id; ids repeat across ranks and are stored once. Names are raw
+// bytes, as the log stores them (any byte but NUL); whoever prints one as text escapes it.
+// Modules clairfs does not decode (MPI-IO, LUSTRE, HEATMAP, ...) may be kept as raw bytes
+// (ReadOptions::keep_raw_modules), so that writing the log back loses nothing.
 // Plain values; copy freely.
 #pragma once
 
@@ -46,6 +49,18 @@ struct ModuleRegion {
   uint64_t length = 0;
   uint32_t version = 0;
   bool partial = false;  // the module ran out of record memory at runtime
+  // Its contents are in the DarshanLog (decoded records, or a RawModule), so a writer can
+  // write them back; false for a region the reader skipped.
+  bool held = false;
+};
+
+// A module region clairfs does not decode, kept as its decompressed bytes. They are in the
+// byte order of the log they came from (DarshanLog::byte_order): clairfs does not know their
+// layout, so it cannot swap them.
+struct RawModule {
+  int module_id = 0;  // 3.41 numbering
+  uint32_t version = 0;
+  std::string data;
 };
 
 struct PosixRecord {
@@ -67,7 +82,7 @@ struct DxtSegment {
   int64_t length = 0;
   double start_time = 0;
   double end_time = 0;
-  uint64_t pthread_id = 0;  // 0 in version 1 records
+  uint64_t pthread_id = 0;  // version 2 only; version 1 records have none (0 here)
 };
 
 struct DxtRecord {
@@ -99,13 +114,23 @@ struct DarshanLog {
   std::vector<PosixRecord> posix;
   std::vector<StdioRecord> stdio;
   std::vector<DxtRecord> dxt_posix;
-  uint32_t dxt_posix_version = 0;
+  uint32_t dxt_posix_version = 0;      // as read (1 or 2); 0 for a log not read from a file
+  std::vector<RawModule> raw_modules;  // by module id
   // POSIX version-1 records that also carry stdio counters; Darshan drops them (they cannot be
   // converted) and so does the reader; counted here.
   size_t dropped_posix_v1_records = 0;
 
   // The region of `module_id`, or nullptr if the log has none.
   const ModuleRegion* FindModule(int module_id) const;
+  // The raw bytes kept of module `module_id`, or nullptr.
+  const RawModule* FindRawModule(int module_id) const;
+  // The names of the modules whose regions hold data that this DarshanLog does not hold
+  // (skipped by the reader), comma-separated; "" when it holds everything it lists.
+  std::string ModulesNotHeld() const;
+  // Forgets the raw modules and every region whose data is not held, so that the log can be
+  // written in either byte order, without them. Writing then drops those modules' data: the
+  // caller asks for that loss by calling this.
+  void DropModulesNotDecoded();
   // The name of record `id`, or nullptr if the name map lacks it.
   const std::string* FindName(uint64_t id) const;
   // The mount entry darshan-parser attributes to `name` (first prefix match), or nullptr.

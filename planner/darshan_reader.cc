@@ -14,6 +14,7 @@
 #include "planner/darshan_bytes.h"
 #include "planner/darshan_compress.h"
 #include "planner/darshan_records.h"
+#include "planner/name_escape.h"
 
 namespace clairfs::darshan {
 namespace {
@@ -32,11 +33,7 @@ struct Header {
   uint64_t partial_flags = 0;
 };
 
-std::string RegionName(int module_id) {
-  std::string_view name = ModuleName(module_id);
-  if (name.empty()) return "module " + std::to_string(module_id) + " region";
-  return std::string(name) + " region";
-}
+std::string RegionName(int module_id) { return ModuleLabel(module_id) + " region"; }
 
 Status ParseHeader(std::string_view bytes, DarshanLog* log, Header* h) {
   if (bytes.size() < 8) {
@@ -268,14 +265,20 @@ Result<DarshanLog> ParseDarshanLog(std::string_view bytes, const ReadOptions& op
     const Span& span = h.modules[id];
     const bool partial = (h.partial_flags >> id) & 1;
     if (span.len == 0 && !partial) continue;
-    log.modules.push_back({id, span.off, span.len, h.versions[id], partial});
-    const bool wanted =
+    const bool decoded =
         id == kPosixModule || id == kStdioModule || (id == kDxtPosixModule && options.decode_dxt);
-    if (!wanted || span.len == 0) continue;  // other modules are skipped undecoded
+    const bool kept_raw = !decoded && id != kDxtPosixModule && options.keep_raw_modules;
+    log.modules.push_back({id, span.off, span.len, h.versions[id], partial, decoded || kept_raw});
+    if ((!decoded && !kept_raw) || span.len == 0) continue;  // skipped undecoded
     const std::string region = RegionName(id);
     Result<std::string> raw = InflateRegion(bytes.substr(span.off, span.len), log.compression,
                                             InflateCap(options, span.len));
     if (!raw.ok()) return raw.status().WithContext(region);
+    if (kept_raw) {
+      // An empty stream holds nothing to keep (and is written as no region at all).
+      if (!raw->empty()) log.raw_modules.push_back({id, h.versions[id], std::move(*raw)});
+      continue;
+    }
     Status s;
     if (id == kPosixModule) {
       s = DecodePosixRecords(*raw, h.versions[id], log.byte_order, &log.posix,
@@ -291,8 +294,9 @@ Result<DarshanLog> ParseDarshanLog(std::string_view bytes, const ReadOptions& op
   return log;
 }
 
-Result<DarshanLog> ReadDarshanLogFile(const std::string& path, const ReadOptions& options) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Result<DarshanLog> ReadDarshanLogFile(const std::string& raw_path, const ReadOptions& options) {
+  const std::string path = EscapeName(raw_path);  // as messages show it
+  int fd = open(raw_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, path);
   struct stat st;
   if (fstat(fd, &st) != 0) {

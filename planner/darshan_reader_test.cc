@@ -336,8 +336,8 @@ TEST(DarshanReader, PartialRecordsAndHostileDxtCountsAreErrors) {
   dxt.reads.resize(2);
   base.dxt_posix.push_back(dxt);
   std::string raw;
-  EncodeDxtRecord(dxt, ByteOrder::kLittle, &raw);
-  PutU64(&raw, 96, uint64_t{1} << 60);  // read_count
+  EncodeDxtRecord(dxt, 1, ByteOrder::kLittle, &raw);  // the version EncodeDarshanLog picks
+  PutU64(&raw, 96, uint64_t{1} << 60);                // read_count
   Result<std::string> packed = DeflateRegion(raw, Compression::kZlib);
   std::string log = *EncodeDarshanLog(base);
   size_t region_at = log.size();

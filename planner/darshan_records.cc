@@ -16,49 +16,63 @@ Status WholeRecords(std::string_view data, size_t record_size) {
   return Status::Ok();
 }
 
-// Reads `n` int64 values; the caller has checked the length.
+// Reads exactly N values; the caller has checked the length. Each record version reads arrays
+// of its own fixed sizes: a count known only at run time let GCC's -O3 inliner fold the
+// instantiations together and warn (-Warray-bounds) about accesses it could not bound.
 template <size_t N>
-void ReadInts(ByteCursor* c, std::array<int64_t, N>* v, size_t n) {
-  for (size_t i = 0; i < n; ++i) c->I64(&(*v)[i]);
+std::array<int64_t, N> ReadInts(ByteCursor* c) {
+  std::array<int64_t, N> v{};
+  for (int64_t& x : v) c->I64(&x);
+  return v;
 }
 template <size_t N>
-void ReadDoubles(ByteCursor* c, std::array<double, N>* v, size_t n) {
-  for (size_t i = 0; i < n; ++i) c->Double(&(*v)[i]);
+std::array<double, N> ReadDoubles(ByteCursor* c) {
+  std::array<double, N> v{};
+  for (double& x : v) c->Double(&x);
+  return v;
 }
 
-// Maps the integer counters of POSIX versions 1-3 onto version 4.
-void ConvertPosixCounters(uint32_t version, const std::array<int64_t, 68>& raw,
-                          std::array<int64_t, kPosixCounters>* out) {
-  // Versions 1-3 lack FILENOS and DUPS (after OPENS) and the three rename counters (after
-  // FDSYNCS). Version 1 also holds four stdio counters after MMAPS, which are skipped.
-  std::array<int64_t, 64> v3{};
-  if (version == 1) {
-    for (int i = 0; i < 6; ++i) v3[i] = raw[i];
-    for (int i = 6; i < 64; ++i) v3[i] = raw[i + 4];
-  } else {
-    for (int i = 0; i < 64; ++i) v3[i] = raw[i];
-  }
-  (*out)[POSIX_OPENS] = v3[0];
-  (*out)[POSIX_FILENOS] = -1;
-  (*out)[POSIX_DUPS] = -1;
-  for (int i = 1; i <= 7; ++i) (*out)[i + 2] = v3[i];
-  (*out)[POSIX_RENAME_SOURCES] = -1;
-  (*out)[POSIX_RENAME_SOURCES + 1] = -1;
-  (*out)[POSIX_RENAMED_FROM] = 0;  // a record id: "none" is 0, not -1
-  for (int i = 8; i < 64; ++i) (*out)[i + 5] = v3[i];
+// Integer counters of each POSIX record version.
+constexpr size_t kPosixV1Ints = 68;  // v3's 64 plus four stdio counters after MMAPS
+constexpr size_t kPosixV3Ints = 64;  // v2 and v3
+constexpr size_t kPosixV2Floats = 15;
+static_assert(kPosixRecordSize[1] == 16 + 8 * (kPosixV1Ints + kPosixV2Floats));
+static_assert(kPosixRecordSize[2] == 16 + 8 * (kPosixV3Ints + kPosixV2Floats));
+static_assert(kPosixRecordSize[3] == 16 + 8 * (kPosixV3Ints + kPosixFCounters));
+static_assert(kPosixRecordSize[4] == 16 + 8 * (kPosixCounters + kPosixFCounters));
+
+// Version 1 holds four stdio counters after MMAPS (index 6..9), which later versions dropped.
+std::array<int64_t, kPosixV3Ints> PosixV1IntsToV3(const std::array<int64_t, kPosixV1Ints>& raw) {
+  std::array<int64_t, kPosixV3Ints> v3{};
+  for (size_t i = 0; i < 6; ++i) v3[i] = raw[i];
+  for (size_t i = 6; i < kPosixV3Ints; ++i) v3[i] = raw[i + 4];
+  return v3;
 }
 
-void ConvertPosixFCounters(uint32_t version, const std::array<double, kPosixFCounters>& raw,
-                           std::array<double, kPosixFCounters>* out) {
-  if (version >= 3) {
-    *out = raw;
-    return;
-  }
-  // Versions 1-2 lack CLOSE_START and OPEN_END timestamps (indices 3 and 4).
-  for (int i = 0; i < 3; ++i) (*out)[i] = raw[i];
-  (*out)[POSIX_F_CLOSE_START_TIMESTAMP] = -1;
-  (*out)[POSIX_F_OPEN_END_TIMESTAMP] = -1;
-  for (int i = 3; i < 15; ++i) (*out)[i + 2] = raw[i];
+// Versions 1-3 lack FILENOS and DUPS (after OPENS) and the three rename counters (after
+// FDSYNCS).
+std::array<int64_t, kPosixCounters> PosixV3IntsToV4(const std::array<int64_t, kPosixV3Ints>& v3) {
+  std::array<int64_t, kPosixCounters> out{};
+  out[POSIX_OPENS] = v3[0];
+  out[POSIX_FILENOS] = -1;
+  out[POSIX_DUPS] = -1;
+  for (size_t i = 1; i <= 7; ++i) out[i + 2] = v3[i];
+  out[POSIX_RENAME_SOURCES] = -1;
+  out[POSIX_RENAME_SOURCES + 1] = -1;
+  out[POSIX_RENAMED_FROM] = 0;  // a record id: "none" is 0, not -1
+  for (size_t i = 8; i < kPosixV3Ints; ++i) out[i + 5] = v3[i];
+  return out;
+}
+
+// Versions 1-2 lack CLOSE_START and OPEN_END timestamps (indices 3 and 4).
+std::array<double, kPosixFCounters> PosixV2FloatsToV3(
+    const std::array<double, kPosixV2Floats>& raw) {
+  std::array<double, kPosixFCounters> out{};
+  for (size_t i = 0; i < 3; ++i) out[i] = raw[i];
+  out[POSIX_F_CLOSE_START_TIMESTAMP] = -1;
+  out[POSIX_F_OPEN_END_TIMESTAMP] = -1;
+  for (size_t i = 3; i < kPosixV2Floats; ++i) out[i + 2] = raw[i];
+  return out;
 }
 
 // darshan-util converts old records in place, shifting only as many bytes as the stored record
@@ -67,8 +81,8 @@ void ConvertPosixFCounters(uint32_t version, const std::array<double, kPosixFCou
 // re-encoded log must print as the original did, so the reader gives the same values. Only
 // rank-variance and fastest/slowest-rank times are affected, which heat does not use.
 void ApplyDarshanUtilTruncation(uint32_t version, std::array<double, kPosixFCounters>* f) {
-  int first_lost = version == 2 ? 13 : version == 3 ? 15 : kPosixFCounters;
-  for (int i = first_lost; i < kPosixFCounters; ++i) (*f)[i] = 0;
+  size_t first_lost = version == 2 ? 13 : version == 3 ? 15 : kPosixFCounters;
+  for (size_t i = first_lost; i < kPosixFCounters; ++i) (*f)[i] = 0;
 }
 
 void ReadSegments(ByteCursor* c, uint32_t version, size_t n, std::vector<DxtSegment>* out) {
@@ -92,33 +106,38 @@ Status DecodePosixRecords(std::string_view data, uint32_t version, ByteOrder ord
   }
   const size_t size = kPosixRecordSize[version];
   CLAIRFS_RETURN_IF_ERROR(WholeRecords(data, size));
-  const size_t n_ints = version == 1 ? 68 : version == 4 ? 69 : 64;
-  const size_t n_floats = version >= 3 ? 17 : 15;
   ByteCursor c(data, order);
   out->reserve(out->size() + data.size() / size);
   while (!c.at_end()) {
     PosixRecord r;
     c.U64(&r.id);
     c.I64(&r.rank);
-    std::array<int64_t, 68> raw_ints{};
-    std::array<int64_t, 69> ints69{};
-    std::array<double, kPosixFCounters> raw_floats{};
-    if (version == 4) {
-      ReadInts(&c, &ints69, n_ints);
-    } else {
-      ReadInts(&c, &raw_ints, n_ints);
+    switch (version) {
+      case 1: {
+        std::array<int64_t, kPosixV1Ints> ints = ReadInts<kPosixV1Ints>(&c);
+        std::array<double, kPosixV2Floats> floats = ReadDoubles<kPosixV2Floats>(&c);
+        // Records that also carry stdio counters (fopens > 0) cannot be converted.
+        if (ints[6] > 0) {
+          ++*dropped;
+          continue;
+        }
+        r.counters = PosixV3IntsToV4(PosixV1IntsToV3(ints));
+        r.fcounters = PosixV2FloatsToV3(floats);
+        break;
+      }
+      case 2:
+        r.counters = PosixV3IntsToV4(ReadInts<kPosixV3Ints>(&c));
+        r.fcounters = PosixV2FloatsToV3(ReadDoubles<kPosixV2Floats>(&c));
+        break;
+      case 3:
+        r.counters = PosixV3IntsToV4(ReadInts<kPosixV3Ints>(&c));
+        r.fcounters = ReadDoubles<kPosixFCounters>(&c);
+        break;
+      default:
+        r.counters = ReadInts<kPosixCounters>(&c);
+        r.fcounters = ReadDoubles<kPosixFCounters>(&c);
+        break;
     }
-    ReadDoubles(&c, &raw_floats, n_floats);
-    if (version == 1 && raw_ints[6] > 0) {
-      ++*dropped;
-      continue;
-    }
-    if (version == 4) {
-      r.counters = ints69;
-    } else {
-      ConvertPosixCounters(version, raw_ints, &r.counters);
-    }
-    ConvertPosixFCounters(version, raw_floats, &r.fcounters);
     ApplyDarshanUtilTruncation(version, &r.fcounters);
     out->push_back(r);
   }
@@ -140,16 +159,15 @@ Status DecodeStdioRecords(std::string_view data, uint32_t version, ByteOrder ord
     c.U64(&r.id);
     c.I64(&r.rank);
     if (version == 2) {
-      ReadInts(&c, &r.counters, kStdioCounters);
+      r.counters = ReadInts<kStdioCounters>(&c);
     } else {
       // Version 1 lacks FDOPENS (after OPENS).
-      std::array<int64_t, kStdioCounters> raw{};
-      ReadInts(&c, &raw, kStdioCounters - 1);
+      std::array<int64_t, kStdioCounters - 1> raw = ReadInts<kStdioCounters - 1>(&c);
       r.counters[STDIO_OPENS] = raw[0];
       r.counters[STDIO_FDOPENS] = -1;
-      for (int i = 1; i < kStdioCounters - 1; ++i) r.counters[i + 1] = raw[i];
+      for (size_t i = 1; i < raw.size(); ++i) r.counters[i + 1] = raw[i];
     }
-    ReadDoubles(&c, &r.fcounters, kStdioFCounters);
+    r.fcounters = ReadDoubles<kStdioFCounters>(&c);
     out->push_back(r);
   }
   return Status::Ok();
@@ -210,7 +228,21 @@ void EncodeStdioRecord(const StdioRecord& r, ByteOrder order, std::string* out) 
   for (double v : r.fcounters) AppendDouble(out, v, order);
 }
 
-void EncodeDxtRecord(const DxtRecord& r, ByteOrder order, std::string* out) {
+uint32_t DxtPosixVersionToWrite(const DarshanLog& log) {
+  if (log.dxt_posix_version >= 1 && log.dxt_posix_version <= kDxtPosixMaxVersion) {
+    return log.dxt_posix_version;
+  }
+  for (const DxtRecord& r : log.dxt_posix) {
+    for (const auto* list : {&r.writes, &r.reads}) {
+      for (const DxtSegment& s : *list) {
+        if (s.pthread_id != 0) return 2;
+      }
+    }
+  }
+  return 1;
+}
+
+void EncodeDxtRecord(const DxtRecord& r, uint32_t version, ByteOrder order, std::string* out) {
   AppendU64(out, r.id, order);
   AppendI64(out, r.rank, order);
   AppendI64(out, r.shared_record, order);
@@ -225,7 +257,7 @@ void EncodeDxtRecord(const DxtRecord& r, ByteOrder order, std::string* out) {
       AppendI64(out, s.length, order);
       AppendDouble(out, s.start_time, order);
       AppendDouble(out, s.end_time, order);
-      AppendU64(out, s.pthread_id, order);
+      if (version >= 2) AppendU64(out, s.pthread_id, order);
     }
   }
 }

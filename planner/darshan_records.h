@@ -1,5 +1,6 @@
 // Decoding of decompressed module regions into records, converting every record version to the
-// current one (POSIX 1-4 -> 4, STDIO 1-2 -> 2, DXT_POSIX 1-2).
+// current one (POSIX 1-4 -> 4, STDIO 1-2 -> 2); DXT_POSIX traces keep their version (1: no
+// pthread ids, 2: with them), because Darshan 3.4.x writes and reads only version 1.
 //
 // Conversions follow darshan-util: counters a version lacks become -1 ("not monitored"), except
 // POSIX_RENAMED_FROM (a record id), which becomes 0; POSIX version-1 records that carry stdio
@@ -32,9 +33,14 @@ Status DecodeStdioRecords(std::string_view data, uint32_t version, ByteOrder ord
 Status DecodeDxtRecords(std::string_view data, uint32_t version, ByteOrder order,
                         std::vector<DxtRecord>* out);
 
-// Encoders for the current versions (POSIX 4, STDIO 2, DXT_POSIX 2), appending to `out`.
+// Encoders, appending to `out`: POSIX version 4, STDIO 2, DXT_POSIX `version` (1 or 2; version
+// 1 has no pthread ids, so they are not written).
 void EncodePosixRecord(const PosixRecord& r, ByteOrder order, std::string* out);
 void EncodeStdioRecord(const StdioRecord& r, ByteOrder order, std::string* out);
-void EncodeDxtRecord(const DxtRecord& r, ByteOrder order, std::string* out);
+void EncodeDxtRecord(const DxtRecord& r, uint32_t version, ByteOrder order, std::string* out);
+
+// The DXT_POSIX version a log is written with: the one it was read with, else 1 unless a
+// segment carries a pthread id (then 2).
+uint32_t DxtPosixVersionToWrite(const DarshanLog& log);
 
 }  // namespace clairfs::darshan

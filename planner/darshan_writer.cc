@@ -13,6 +13,7 @@
 #include "planner/darshan_compress.h"
 #include "planner/darshan_hash.h"
 #include "planner/darshan_records.h"
+#include "planner/name_escape.h"
 
 namespace clairfs::darshan {
 namespace {
@@ -52,7 +53,8 @@ Result<std::string> JobRegionBytes(const DarshanLog& log, ByteOrder order) {
   std::string text = job.exe;
   for (const MountEntry& m : log.mounts) {
     if (m.fs_type.empty() || m.path.empty() || HasSpace(m.fs_type) || HasSpace(m.path)) {
-      return Status::Invalid("mount entry \"" + m.fs_type + "\" \"" + m.path +
+      return Status::Invalid("mount entry \"" + EscapeName(m.fs_type) + "\" \"" +
+                             EscapeName(m.path) +
                              "\": type and path must be non-empty and without whitespace");
     }
     text += "\n" + m.fs_type + "\t" + m.path;
@@ -92,20 +94,56 @@ Result<std::string> EncodeDarshanLog(const DarshanLog& log, const WriteOptions& 
   Result<std::string> job_raw = JobRegionBytes(log, order);
   if (!job_raw.ok()) return job_raw.status().WithContext("job region");
 
+  // Nothing the log lists may be lost silently: a region the reader skipped cannot be written.
+  if (std::string skipped = log.ModulesNotHeld(); !skipped.empty()) {
+    return Status::Invalid("the log's " + skipped +
+                           " data was not read (ReadOptions::keep_raw_modules); writing it "
+                           "would lose that data");
+  }
+  // Raw modules are in the byte order of the log they came from; their layouts are not known
+  // here, so they cannot be swapped.
+  if (!log.raw_modules.empty() && order != log.byte_order) {
+    std::string names;
+    for (const RawModule& m : log.raw_modules) {
+      names += (names.empty() ? "" : ", ") + ModuleLabel(m.module_id);
+    }
+    return Status::Invalid(
+        "cannot write the " + names + " data in " + (order == ByteOrder::kBig ? "big" : "little") +
+        "-endian order: clairfs does not decode those modules, so it cannot byte-swap them; "
+        "write the log in its own byte order (" +
+        (log.byte_order == ByteOrder::kBig ? "big" : "little") + "-endian)");
+  }
+
   // Module payloads, in module-id order.
   std::array<std::string, kMaxModules> module_raw;
   std::array<uint32_t, kMaxModules> versions{};
   for (const PosixRecord& r : log.posix) EncodePosixRecord(r, order, &module_raw[kPosixModule]);
   for (const StdioRecord& r : log.stdio) EncodeStdioRecord(r, order, &module_raw[kStdioModule]);
-  for (const DxtRecord& r : log.dxt_posix) EncodeDxtRecord(r, order, &module_raw[kDxtPosixModule]);
+  const uint32_t dxt_version = DxtPosixVersionToWrite(log);
+  for (const DxtRecord& r : log.dxt_posix) {
+    EncodeDxtRecord(r, dxt_version, order, &module_raw[kDxtPosixModule]);
+  }
+  // A module the log lists keeps its version (raw modules, partial modules without data).
+  for (const ModuleRegion& m : log.modules) {
+    if (m.module_id >= 0 && m.module_id < kMaxModules) versions[m.module_id] = m.version;
+  }
+  for (const RawModule& m : log.raw_modules) {
+    if (m.module_id <= kNullModule || m.module_id >= kMaxModules || m.module_id == kPosixModule ||
+        m.module_id == kStdioModule || m.module_id == kDxtPosixModule) {
+      return Status::Invalid("raw data for module id " + std::to_string(m.module_id) +
+                             " cannot be written (not a module slot clairfs leaves undecoded)");
+    }
+    module_raw[m.module_id] = m.data;
+    versions[m.module_id] = m.version;
+  }
   versions[kPosixModule] = kPosixVersion;
   versions[kStdioModule] = kStdioVersion;
-  versions[kDxtPosixModule] = kDxtPosixMaxVersion;
+  versions[kDxtPosixModule] = dxt_version;
   uint64_t partial_flags = 0;
   for (const ModuleRegion& m : log.modules) {
-    const bool written = m.module_id == kPosixModule || m.module_id == kStdioModule ||
-                         m.module_id == kDxtPosixModule;
-    if (written && m.partial) partial_flags |= uint64_t{1} << m.module_id;
+    if (m.partial && m.module_id >= 0 && m.module_id < kMaxModules) {
+      partial_flags |= uint64_t{1} << m.module_id;
+    }
   }
 
   std::string body;  // everything after the header
@@ -149,10 +187,11 @@ Result<std::string> EncodeDarshanLog(const DarshanLog& log, const WriteOptions& 
 
 Status WriteDarshanLogFile(const std::string& path, const DarshanLog& log,
                            const WriteOptions& options) {
+  const std::string shown = EscapeName(path);  // as messages show it
   Result<std::string> bytes = EncodeDarshanLog(log, options);
-  if (!bytes.ok()) return bytes.status().WithContext(path);
+  if (!bytes.ok()) return bytes.status().WithContext(shown);
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(errno, path);
+  if (fd < 0) return Status::FromErrno(errno, shown);
   size_t done = 0;
   int err = 0;
   while (done < bytes->size()) {
@@ -168,7 +207,7 @@ Status WriteDarshanLogFile(const std::string& path, const DarshanLog& log,
   if (close(fd) != 0 && err == 0) err = errno;
   if (err != 0) {
     unlink(path.c_str());
-    return Status::FromErrno(err, "writing " + path);
+    return Status::FromErrno(err, "writing " + shown);
   }
   return Status::Ok();
 }
@@ -188,7 +227,7 @@ Result<DarshanLog> BuildPosixLog(const JobDescription& job,
   for (const auto& [key, value] : job.metadata) {
     if (key.empty() || key.find_first_of("=\n") != std::string::npos ||
         value.find('\n') != std::string::npos) {
-      return Status::Invalid("metadata \"" + key +
+      return Status::Invalid("metadata \"" + EscapeName(key) +
                              "\": keys need no '=' or newline, values no "
                              "newline");
     }
@@ -206,7 +245,7 @@ Result<DarshanLog> BuildPosixLog(const JobDescription& job,
   std::set<std::pair<uint64_t, int64_t>> seen;
   for (const FileCounters& f : files) {
     if (f.path.empty() || (f.path[0] != '/' && f.path[0] != '<')) {
-      return Status::Invalid("file \"" + f.path + "\": path must be absolute");
+      return Status::Invalid("file \"" + EscapeName(f.path) + "\": path must be absolute");
     }
     if (f.path.find('\0') != std::string::npos) {
       return Status::Invalid("file path contains a NUL byte");
@@ -216,31 +255,33 @@ Result<DarshanLog> BuildPosixLog(const JobDescription& job,
     r.id = DarshanRecordId(name);
     r.rank = f.rank;
     if (!seen.insert({r.id, r.rank}).second) {
-      return Status::Invalid("file \"" + name + "\" rank " + std::to_string(f.rank) +
+      return Status::Invalid("file \"" + EscapeName(name) + "\" rank " + std::to_string(f.rank) +
                              " given twice");
     }
     for (const auto& [counter, value] : f.counters) {
       auto it = int_index.find(counter);
       if (it == int_index.end()) {
-        return Status::Invalid("file \"" + name + "\": unknown POSIX counter " + counter);
+        return Status::Invalid("file \"" + EscapeName(name) + "\": unknown POSIX counter " +
+                               EscapeName(counter));
       }
       r.counters[it->second] = value;
     }
     for (const auto& [counter, value] : f.fcounters) {
       auto it = float_index.find(counter);
       if (it == float_index.end()) {
-        return Status::Invalid("file \"" + name + "\": unknown POSIX float counter " + counter);
+        return Status::Invalid("file \"" + EscapeName(name) + "\": unknown POSIX float counter " +
+                               EscapeName(counter));
       }
       r.fcounters[it->second] = value;
     }
     auto [it, inserted] = log.names.try_emplace(r.id, name);
     if (!inserted && it->second != name) {
-      return Status::Invalid("files \"" + it->second + "\" and \"" + name +
+      return Status::Invalid("files \"" + EscapeName(it->second) + "\" and \"" + EscapeName(name) +
                              "\" have the same record id");
     }
     log.posix.push_back(r);
   }
-  if (!log.posix.empty()) log.modules.push_back({kPosixModule, 0, 0, kPosixVersion, false});
+  if (!log.posix.empty()) log.modules.push_back({kPosixModule, 0, 0, kPosixVersion, false, true});
   return log;
 }
 

@@ -2,10 +2,17 @@
 //
 // Two levels:
 //  - EncodeDarshanLog turns a DarshanLog (as the reader returns it) into log bytes: the 3.41
-//    header, the job region (struct darshan_job, command line, mount table), the name map, and
-//    the POSIX (record version 4), STDIO (2) and DXT_POSIX (2) modules, each region one
-//    compressed stream (zlib by default, as Darshan writes). Record ids are kept as given, so
-//    re-encoding a log keeps its ids. Other modules are not written. Either byte order.
+//    header, the job region (struct darshan_job, command line, mount table), the name map, the
+//    POSIX (record version 4), STDIO (2) and DXT_POSIX modules (the version the traces were
+//    read with: Darshan 3.4.x writes and reads only version 1, without pthread ids), and every
+//    raw module (MPI-IO, LUSTRE, ...: their bytes and version as read), each region one
+//    compressed stream (zlib by default, as Darshan writes), with the partial flags. Record ids
+//    are kept as given, so re-encoding a log keeps its ids. Either byte order, except that raw
+//    modules can only be written in the byte order they were read in (clairfs does not know
+//    their layout, so it cannot swap them). Nothing is dropped silently: a log that lists a
+//    region whose data it does not hold (read without ReadOptions::keep_raw_modules, or without
+//    DXT) is refused, naming the modules; DarshanLog::DropModulesNotDecoded drops them on
+//    purpose.
 //  - BuildPosixLog makes that DarshanLog from a job description and per-file POSIX counters
 //    named as darshan-parser names them; record ids are lookup8 hashes of the cleaned paths, as
 //    Darshan computes them. Counters not given are 0.

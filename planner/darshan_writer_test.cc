@@ -1,5 +1,6 @@
 // Darshan writer: every shared log re-encoded by clairfs prints the original's darshan-parser
-// record lines; both byte orders and both compressions; logs built from named counters.
+// record lines and keeps every module it does not decode byte for byte; both compressions;
+// big-endian logs; DXT versions; logs built from named counters.
 #include "planner/darshan_writer.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include "planner/darshan_bytes.h"
 #include "planner/darshan_hash.h"
 #include "planner/darshan_reader.h"
+#include "planner/darshan_records.h"
 #include "planner/darshan_test_support.h"
 #include "planner/darshan_text.h"
 #include "tests/test_util.h"
@@ -31,47 +33,174 @@ struct Variant {
   ByteOrder order;
 };
 
-TEST(DarshanWriter, ReencodedSharedLogsPrintTheOriginalRecordLines) {
+ReadOptions KeepEverything() {
+  ReadOptions options;
+  options.keep_raw_modules = true;
+  return options;
+}
+
+// What a re-encoded log must still hold of `original`: its POSIX and STDIO record lines (as
+// the reference darshan-parser printed them), job, mounts, DXT traces, and every other module
+// as the same bytes with the same version and partial flag.
+void ExpectNothingLost(const DarshanLog& original, const DarshanLog& again,
+                       const std::string& name) {
+  EXPECT_EQ(again.version_string, "3.41");
+  EXPECT_EQ(again.FindModule(kPosixModule) != nullptr, !original.posix.empty());
+  if (again.FindModule(kPosixModule)) {
+    EXPECT_EQ(again.FindModule(kPosixModule)->version, 4u);
+  }
+  ExpectSameRecordLines(FormatParserText(again), name);
+  EXPECT_EQ(again.job.exe, original.job.exe);
+  EXPECT_EQ(again.job.metadata, original.job.metadata);
+  EXPECT_EQ(again.job.start_time_sec, original.job.start_time_sec);
+  EXPECT_EQ(again.mounts.size(), original.mounts.size());
+  EXPECT_EQ(again.names, original.names);
+  EXPECT_EQ(again.dxt_posix_version, original.dxt_posix_version);
+  ASSERT_EQ(again.dxt_posix.size(), original.dxt_posix.size());
+  for (size_t i = 0; i < original.dxt_posix.size(); ++i) {
+    EXPECT_EQ(again.dxt_posix[i].reads.size(), original.dxt_posix[i].reads.size());
+    if (!original.dxt_posix[i].reads.empty()) {
+      EXPECT_EQ(again.dxt_posix[i].reads.back().offset, original.dxt_posix[i].reads.back().offset);
+    }
+  }
+  ASSERT_EQ(again.raw_modules.size(), original.raw_modules.size());
+  for (size_t i = 0; i < original.raw_modules.size(); ++i) {
+    const RawModule &a = original.raw_modules[i], &b = again.raw_modules[i];
+    SCOPED_TRACE(std::string(ModuleName(a.module_id)));
+    EXPECT_EQ(b.module_id, a.module_id);
+    EXPECT_EQ(b.version, a.version);
+    EXPECT_TRUE(b.data == a.data) << b.data.size() << " bytes, originally " << a.data.size();
+  }
+  for (const ModuleRegion& m : original.modules) {
+    const ModuleRegion* kept = again.FindModule(m.module_id);
+    if (m.length == 0 && !m.partial) continue;
+    ASSERT_NE(kept, nullptr) << ModuleName(m.module_id);
+    EXPECT_EQ(kept->partial, m.partial) << ModuleName(m.module_id);
+  }
+}
+
+TEST(DarshanWriter, ReencodedSharedLogsLoseNothing) {
   std::vector<std::string> names = SharedLogNames();
   ASSERT_GE(names.size(), 19u);
-  size_t records = 0;
+  size_t records = 0, raw_modules = 0;
   for (const std::string& name : names) {
-    Result<DarshanLog> original = ReadDarshanLogFile(LogPath(name));
+    Result<DarshanLog> original = ReadDarshanLogFile(LogPath(name), KeepEverything());
     ASSERT_TRUE(original.ok()) << name << ": " << original.status().message();
-    for (Variant v : {Variant{Compression::kZlib, ByteOrder::kLittle},
-                      Variant{Compression::kBzip2, ByteOrder::kLittle},
-                      Variant{Compression::kZlib, ByteOrder::kBig}}) {
-      SCOPED_TRACE(name + (v.compression == Compression::kBzip2 ? " bzip2" : " zlib") +
-                   (v.order == ByteOrder::kBig ? " big-endian" : ""));
-      Result<std::string> bytes = EncodeDarshanLog(*original, {v.compression, v.order});
+    for (Compression c : {Compression::kZlib, Compression::kBzip2}) {
+      SCOPED_TRACE(name + (c == Compression::kBzip2 ? " bzip2" : " zlib"));
+      Result<std::string> bytes = EncodeDarshanLog(*original, {c, ByteOrder::kLittle});
       ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-      Result<DarshanLog> again = ParseDarshanLog(*bytes);
+      Result<DarshanLog> again = ParseDarshanLog(*bytes, KeepEverything());
       ASSERT_TRUE(again.ok()) << again.status().message();
-      EXPECT_EQ(again->version_string, "3.41");
-      EXPECT_EQ(again->compression, v.compression);
-      EXPECT_EQ(again->byte_order, v.order);
-      EXPECT_EQ(again->FindModule(kPosixModule) != nullptr, !original->posix.empty());
-      if (again->FindModule(kPosixModule)) {
-        EXPECT_EQ(again->FindModule(kPosixModule)->version, 4u);
-      }
-      ExpectSameRecordLines(FormatParserText(*again), name);
-      // Job, mounts and DXT traces survive too.
-      EXPECT_EQ(again->job.exe, original->job.exe);
-      EXPECT_EQ(again->job.metadata, original->job.metadata);
-      EXPECT_EQ(again->job.start_time_sec, original->job.start_time_sec);
-      EXPECT_EQ(again->mounts.size(), original->mounts.size());
-      ASSERT_EQ(again->dxt_posix.size(), original->dxt_posix.size());
-      for (size_t i = 0; i < original->dxt_posix.size(); ++i) {
-        EXPECT_EQ(again->dxt_posix[i].reads.size(), original->dxt_posix[i].reads.size());
-        if (!original->dxt_posix[i].reads.empty()) {
-          EXPECT_EQ(again->dxt_posix[i].reads.back().offset,
-                    original->dxt_posix[i].reads.back().offset);
-        }
-      }
+      EXPECT_EQ(again->compression, c);
+      EXPECT_EQ(again->byte_order, ByteOrder::kLittle);
+      ExpectNothingLost(*original, *again, name);
     }
     records += original->posix.size();
+    raw_modules += original->raw_modules.size();
   }
   EXPECT_GT(records, 100u);
+  // MPI-IO, LUSTRE, HEATMAP, APMPI, DXT_MPIIO, ... across the shared logs.
+  EXPECT_GT(raw_modules, 20u);
+}
+
+TEST(DarshanWriter, UndecodedModulesAreNeverDroppedSilently) {
+  const std::string name = "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1";
+  // Read without their bytes, the MPI-IO and DXT_MPIIO regions cannot be written back.
+  Result<DarshanLog> skipped = ReadDarshanLogFile(LogPath(name));
+  ASSERT_TRUE(skipped.ok());
+  Result<std::string> refused = EncodeDarshanLog(*skipped);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "the log's MPI-IO, DXT_MPIIO data was not read (ReadOptions::keep_raw_modules); "
+            "writing it would lose that data");
+  // DXT_POSIX read without its traces is refused the same way.
+  ReadOptions no_dxt = KeepEverything();
+  no_dxt.decode_dxt = false;
+  Result<DarshanLog> without_dxt = ReadDarshanLogFile(LogPath(name), no_dxt);
+  ASSERT_TRUE(without_dxt.ok());
+  EXPECT_NE(EncodeDarshanLog(*without_dxt).status().message().find("DXT_POSIX data was not read"),
+            std::string::npos);
+
+  // Kept, they can be written in the log's own byte order only: clairfs cannot swap them.
+  Result<DarshanLog> kept = ReadDarshanLogFile(LogPath(name), KeepEverything());
+  ASSERT_TRUE(kept.ok());
+  Result<std::string> big = EncodeDarshanLog(*kept, {Compression::kZlib, ByteOrder::kBig});
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().message(),
+            "cannot write the MPI-IO, DXT_MPIIO data in big-endian order: clairfs does not "
+            "decode those modules, so it cannot byte-swap them; write the log in its own byte "
+            "order (little-endian)");
+
+  // Dropped on purpose, the rest is written in either order.
+  DarshanLog dropped = *kept;
+  dropped.DropModulesNotDecoded();
+  EXPECT_TRUE(dropped.raw_modules.empty());
+  EXPECT_EQ(dropped.FindModule(kMpiioModule), nullptr);
+  EXPECT_NE(dropped.FindModule(kPosixModule), nullptr);
+  big = EncodeDarshanLog(dropped, {Compression::kZlib, ByteOrder::kBig});
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  Result<DarshanLog> again = ParseDarshanLog(*big, KeepEverything());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->byte_order, ByteOrder::kBig);
+  EXPECT_TRUE(again->raw_modules.empty());
+  ExpectSameRecordLines(FormatParserText(*again), name);
+}
+
+TEST(DarshanWriter, EveryLogReadsBackInBigEndianOrderWithoutItsUndecodedModules) {
+  for (const std::string& name : SharedLogNames()) {
+    SCOPED_TRACE(name);
+    Result<DarshanLog> original = ReadDarshanLogFile(LogPath(name), KeepEverything());
+    ASSERT_TRUE(original.ok());
+    DarshanLog log = *original;
+    log.DropModulesNotDecoded();
+    Result<std::string> bytes = EncodeDarshanLog(log, {Compression::kZlib, ByteOrder::kBig});
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    Result<DarshanLog> again = ParseDarshanLog(*bytes);
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    EXPECT_EQ(again->byte_order, ByteOrder::kBig);
+    ExpectSameRecordLines(FormatParserText(*again), name);
+    EXPECT_EQ(again->dxt_posix.size(), original->dxt_posix.size());
+  }
+}
+
+// Darshan 3.4.x reads DXT_POSIX version 1 only (32-byte segments, no pthread id); version 2
+// (Darshan 3.5) adds the pthread id. Traces are written in the version they were read in.
+TEST(DarshanWriter, DxtTracesKeepTheirVersion) {
+  const std::string name = "nonmpi_dxt_anonymized";
+  Result<DarshanLog> v1 = ReadDarshanLogFile(LogPath(name), KeepEverything());
+  ASSERT_TRUE(v1.ok());
+  ASSERT_EQ(v1->dxt_posix_version, 1u);
+  ASSERT_FALSE(v1->dxt_posix.empty());
+  Result<std::string> bytes = EncodeDarshanLog(*v1);
+  ASSERT_TRUE(bytes.ok());
+  // mod_ver[DXT_POSIX] in the 3.41 header (little-endian uint32 at 1072 + 4 * id).
+  EXPECT_EQ(LoadU32(bytes->data() + 1072 + 4 * kDxtPosixModule, ByteOrder::kLittle), 1u);
+  Result<DarshanLog> again = ParseDarshanLog(*bytes);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->dxt_posix_version, 1u);
+  EXPECT_EQ(again->FindModule(kDxtPosixModule)->version, 1u);
+
+  // A version-2 trace keeps its pthread ids.
+  DarshanLog v2 = *v1;
+  v2.raw_modules.clear();
+  v2.modules.clear();
+  v2.dxt_posix_version = 2;
+  v2.dxt_posix[0].reads.at(0).pthread_id = 140234;
+  bytes = EncodeDarshanLog(v2);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ(LoadU32(bytes->data() + 1072 + 4 * kDxtPosixModule, ByteOrder::kLittle), 2u);
+  again = ParseDarshanLog(*bytes);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->dxt_posix_version, 2u);
+  EXPECT_EQ(again->dxt_posix[0].reads[0].pthread_id, 140234u);
+  EXPECT_EQ(again->dxt_posix[0].reads.size(), v1->dxt_posix[0].reads.size());
+
+  // A log made in memory gets version 1 unless a segment carries a pthread id.
+  v2.dxt_posix_version = 0;
+  EXPECT_EQ(DxtPosixVersionToWrite(v2), 2u);
+  v2.dxt_posix[0].reads[0].pthread_id = 0;
+  EXPECT_EQ(DxtPosixVersionToWrite(v2), 1u);
 }
 
 TEST(DarshanWriter, BigEndianLogsStoreFieldsInBigEndianOrder) {

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <map>
 
+#include "planner/name_escape.h"
+
 namespace clairfs {
 namespace {
 
@@ -47,7 +49,7 @@ Status ExpandInputsInto(const std::vector<std::string>& inputs, std::vector<std:
   for (const std::string& input : inputs) {
     std::error_code ec;
     fs::file_status st = fs::status(input, ec);
-    if (ec) return Status::FromErrno(ec.value(), input);
+    if (ec) return Status::FromErrno(ec.value(), EscapeName(input));
     if (!fs::is_directory(st)) {
       logs->push_back(input);
       continue;
@@ -59,7 +61,7 @@ Status ExpandInputsInto(const std::vector<std::string>& inputs, std::vector<std:
         found.push_back(it->path().string());
       }
     }
-    if (ec) return Status::FromErrno(ec.value(), "listing " + input);
+    if (ec) return Status::FromErrno(ec.value(), "listing " + EscapeName(input));
     std::sort(found.begin(), found.end());
     logs->insert(logs->end(), found.begin(), found.end());
   }
@@ -260,7 +262,7 @@ Result<HeatTable> LoadHeat(const std::vector<std::string>& inputs, const HeatOpt
 
 Result<std::string> HeatLogId(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, path);
+  if (fd < 0) return Status::FromErrno(errno, EscapeName(path));
   uint64_t hash = 0xcbf29ce484222325ULL;
   uint64_t size = 0;
   char buf[1 << 16];
@@ -268,7 +270,7 @@ Result<std::string> HeatLogId(const std::string& path) {
     ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      Status st = Status::FromErrno(errno, "reading " + path);
+      Status st = Status::FromErrno(errno, "reading " + EscapeName(path));
       close(fd);
       return st;
     }

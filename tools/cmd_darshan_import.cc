@@ -8,14 +8,15 @@
 // paths onto the manifest (--strip-prefix, else a detected prefix) and store them. Offline
 // (--cache, no mount running) the command opens the cache as the daemon does (cache lock, index,
 // a fresh listing of --backing) and serves the same ops in-process, so both modes share
-// validation, mapping and reporting. A cache held by a running daemon is refused, naming it.
+// validation, mapping and reporting. A cache held by a running daemon is refused, naming it. A
+// --cache directory that does not exist yet is created, and removed again if the import fails.
+// Paths are sent to the daemon escaped (planner/name_escape.h) and printed escaped.
 //
 // Semantics: by default heat is merged (counters added per path) with what is stored, and logs
 // imported before (same content) are skipped, so importing a directory again adds only its new
 // logs; --replace drops all stored heat first. Exit codes: 0 imported (or nothing new), 1
 // failed (unreadable log without --skip-bad, no logged path in the dataset, daemon refused), 2
 // usage.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,6 +42,7 @@
 #include "tools/cli.h"
 #include "tools/cmd_darshan.h"
 #include "tools/control_client.h"
+#include "tools/created_directory.h"
 
 namespace clairfs::cli {
 namespace {
@@ -76,6 +78,8 @@ Result<nlohmann::json> Import(const CallFn& call, const std::vector<std::string>
     if (!id.ok()) return id.status();
     ids.push_back(*id);
   }
+  // Paths cross the control socket escaped (fs/heat_handlers.h); the daemon keys heat by the
+  // raw bytes again.
   auto begin = call({{"op", "heat_import_begin"},
                      {"replace", a.replace},
                      {"strip_prefix", EscapeName(a.strip_prefix)}});
@@ -151,10 +155,10 @@ Result<nlohmann::json> Import(const CallFn& call, const std::vector<std::string>
     return reply.ok() ? Status::Ok() : reply.status();
   };
   for (const auto& [path, c] : raw.by_path) {
-    // Logged names are bytes; the control protocol carries them escaped (fs/heat_handlers.h).
-    rows.push_back({EscapeName(path), c.bytes_read, c.reads, c.opens, c.max_byte_read, c.read_time,
+    std::string shown = EscapeName(path);
+    bytes += shown.size() + 100;
+    rows.push_back({std::move(shown), c.bytes_read, c.reads, c.opens, c.max_byte_read, c.read_time,
                     c.records});
-    bytes += path.size() + 100;
     if (bytes >= kChunkBytes) CLAIRFS_RETURN_IF_ERROR(flush());
   }
   CLAIRFS_RETURN_IF_ERROR(flush());
@@ -162,11 +166,13 @@ Result<nlohmann::json> Import(const CallFn& call, const std::vector<std::string>
   if (!committed.ok()) return committed.status();
   nlohmann::json report = std::move(*committed);
   report.erase("ok");
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const std::string& m : raw.skipped_logs) skipped.push_back(SanitizeText(m));
   report["logs"] = {{"found", logs->size()},
                     {"already_imported", already},
                     {"duplicates", duplicates},
                     {"read", raw.logs},
-                    {"skipped_bad", raw.skipped_logs}};
+                    {"skipped_bad", skipped}};
   report["records"] = raw.records;
   report["paths_logged"] = raw.by_path.size();
   report["special_names"] = raw.special_names;
@@ -218,8 +224,15 @@ void PrintReport(const nlohmann::json& r) {
   }
 }
 
+// Every failure past the usage checks is a failed import (exit 1), whatever its errno: a
+// corrupt log is EINVAL, and still not a usage error.
+int Failed(const Status& status) {
+  fprintf(stderr, "clairfs %s: %s\n", kCommand, SanitizeText(status.message()).c_str());
+  return kExitFailed;
+}
+
 int Report(const Result<nlohmann::json>& report, bool json) {
-  if (!report.ok()) return Fail(kCommand, report.status());
+  if (!report.ok()) return Failed(report.status());
   if (json) {
     printf("%s\n", report->dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -230,42 +243,33 @@ int Report(const Result<nlohmann::json>& report, bool json) {
 
 Result<std::string> RealPath(const std::string& path, const std::string& what) {
   char* real = realpath(path.c_str(), nullptr);
-  if (real == nullptr) return Status::FromErrno(errno, what + " " + path);
+  if (real == nullptr) return Status::FromErrno(errno, what + " " + EscapeName(path));
   std::string out(real);
   free(real);
   return out;
 }
 
-int RunOffline(const ImportArgs& a) {
-  if (a.backing.empty()) {
-    return UsageError(kCommand, "--cache needs --backing DIR (the dataset the cache fronts)");
-  }
-  if (a.positional.empty()) return UsageError(kCommand, "no LOG or DIR given");
-  auto backing = RealPath(a.backing, "backing");
-  if (!backing.ok()) return Fail(kCommand, backing.status());
-  if (mkdir(a.cache.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Fail(kCommand, Status::FromErrno(errno, "cache directory " + a.cache));
-  }
-  auto cache = RealPath(a.cache, "cache");
-  if (!cache.ok()) return Fail(kCommand, cache.status());
+// Opens the cache as the daemon does (lock, index, a fresh listing of `backing`) and runs the
+// import ops in-process. Everything it opened is closed when it returns.
+int ImportOffline(const ImportArgs& a, const std::string& backing, const std::string& cache) {
   Env* env = Env::Default();
-  auto dir = CacheDir::Acquire(*cache, env);
+  auto dir = CacheDir::Acquire(cache, env);
   if (!dir.ok()) {
     if (dir.status().code() == EBUSY) {
-      return Fail(kCommand, Status::Error(EBUSY, dir.status().message() +
-                                                     "; while it is mounted, import through the "
-                                                     "mountpoint: clairfs darshan import "
-                                                     "MOUNTPOINT LOG..."));
+      return Failed(Status::Error(EBUSY, dir.status().message() +
+                                             "; while it is mounted, import through the "
+                                             "mountpoint: clairfs darshan import "
+                                             "MOUNTPOINT LOG..."));
     }
-    return Fail(kCommand, dir.status());
+    return Failed(dir.status());
   }
   auto index = IndexDb::Open((*dir)->index_dir());
-  if (!index.ok()) return Fail(kCommand, index.status());
+  if (!index.ok()) return Failed(index.status());
   auto manifest = std::make_unique<Manifest>(index->get());
-  Status scan = manifest->Rescan(*backing, a.threads, env);
-  if (!scan.ok()) return Fail(kCommand, scan);
+  Status scan = manifest->Rescan(backing, a.threads, env);
+  if (!scan.ok()) return Failed(scan);
   auto heat = HeatStore::Open(index->get(), env);
-  if (!heat.ok()) return Fail(kCommand, heat.status());
+  if (!heat.ok()) return Failed(heat.status());
   // The heat ops in-process: never started, so no socket; the caller is the owner.
   ControlServer server("", getuid());
   RegisterHeatHandlers(&server, HeatSources{manifest.get(), heat->get(), nullptr});
@@ -279,7 +283,30 @@ int RunOffline(const ImportArgs& a) {
   heat->reset();
   manifest.reset();
   Status flush = (*index)->Flush();
-  if (!flush.ok()) return Fail(kCommand, flush);
+  if (!flush.ok()) return Failed(flush);
+  return code;
+}
+
+// A cache directory that did not exist before the command is created for it, and removed again
+// if the import fails: a failed import leaves no new cache behind.
+int RunOffline(const ImportArgs& a) {
+  if (a.backing.empty()) {
+    return UsageError(kCommand, "--cache needs --backing DIR (the dataset the cache fronts)");
+  }
+  if (a.positional.empty()) return UsageError(kCommand, "no LOG or DIR given");
+  auto backing = RealPath(a.backing, "backing");
+  if (!backing.ok()) return Failed(backing.status());
+  auto made = CreatedDirectory::Make(a.cache, 0700);
+  if (!made.ok()) return Failed(made.status().WithContext("cache"));
+  auto cache = RealPath(a.cache, "cache");
+  const int code = cache.ok() ? ImportOffline(a, *backing, *cache) : Failed(cache.status());
+  if (code != kExitOk && (*made)->created()) {
+    Status removed = (*made)->Remove();
+    if (!removed.ok()) {
+      fprintf(stderr, "clairfs %s: could not remove the new cache directory: %s\n", kCommand,
+              SanitizeText(removed.message()).c_str());
+    }
+  }
   return code;
 }
 
@@ -296,7 +323,7 @@ int RunImport(const ImportArgs& a) {
   }
   const std::string& mountpoint = a.positional[0];
   auto client = ControlClient::Connect(mountpoint, /*timeout_ms=*/600000);
-  if (!client.ok()) return Fail(kCommand, client.status());
+  if (!client.ok()) return Failed(client.status());
   CallFn call = [&](const nlohmann::json& r) { return client->Call(r); };
   std::vector<std::string> inputs(a.positional.begin() + 1, a.positional.end());
   return Report(Import(call, inputs, a), a.json);
@@ -324,7 +351,8 @@ void RegisterDarshanImport(CLI::App* darshan) {
   cmd->add_flag("--json", args->json, "Print the report as JSON");
   cmd->add_flag("--skip-bad", args->skip_bad, "Skip unreadable logs (listed) instead of failing");
   cmd->add_option("--cache", args->cache,
-                  "Import into this unmounted cache (refused while a daemon holds it)")
+                  "Import into this unmounted cache (refused while a daemon holds it); created "
+                  "if missing, and then removed again if the import fails")
       ->type_name("DIR");
   cmd->add_option("--backing", args->backing, "With --cache: the backing directory")
       ->type_name("DIR");

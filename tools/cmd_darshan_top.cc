@@ -1,7 +1,9 @@
 // `clairfs darshan top LOG|DIR... [--backing DIR] [--strip-prefix P] [--limit N] [--sort KEY]
 // [--json] [--skip-bad]`: files ranked by read heat, merged over any number of Darshan logs
 // (a DIR means every *.darshan below it). See planner/heat.h for what heat means and how PFS
-// paths are mapped onto the backing root.
+// paths are mapped onto the backing root. Paths are printed, in text and JSON, as EscapeName
+// of the raw bytes the logs store (planner/name_escape.h), so a name that is not UTF-8 or holds
+// a newline stays one valid line.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/heat.h"
+#include "planner/name_escape.h"
 #include "planner/units.h"
 #include "tools/cli.h"
 #include "tools/cmd_darshan.h"
@@ -42,15 +45,14 @@ void SortTable(const std::string& key, std::vector<HeatRecord>* files) {
 
 std::string PrefixNote(const HeatTable& t) {
   if (t.prefix.empty()) return "paths as logged (no --backing or --strip-prefix)";
-  return "prefix " + t.prefix + (t.prefix_detected ? " (detected)" : " (given)");
+  return "prefix " + EscapeName(t.prefix) + (t.prefix_detected ? " (detected)" : " (given)");
 }
 
 std::string Text(const HeatTable& t, size_t limit, const std::string& backing) {
   std::string out;
   char line[512];
-  snprintf(line, sizeof(line), "# %zu logs, %zu records, %zu files; %s\n", t.logs, t.records,
-           t.files.size(), PrefixNote(t).c_str());
-  out += line;
+  out += "# " + std::to_string(t.logs) + " logs, " + std::to_string(t.records) + " records, " +
+         std::to_string(t.files.size()) + " files; " + PrefixNote(t) + "\n";
   snprintf(line, sizeof(line), "%10s %9s %12s %9s %7s %10s  %s\n", "HEAT/B", "REREADS",
            "BYTES_READ", "READS", "OPENS", "READ_TIME", "PATH");
   out += line;
@@ -60,18 +62,22 @@ std::string Text(const HeatTable& t, size_t limit, const std::string& backing) {
     snprintf(line, sizeof(line), "%10.2f %9.2f %12s %9" PRIu64 " %7" PRIu64 " %10.3f  ",
              r.heat_per_byte, r.rereads, FormatBytes(r.counters.bytes_read).c_str(),
              r.counters.reads, r.counters.opens, r.counters.read_time);
-    out += line + r.path + "\n";
+    out += line + EscapeName(r.path) + "\n";
   }
   if (t.unmatched_paths > 0) {
     out += "# " + std::to_string(t.unmatched_paths) + " paths matched no file" +
-           (backing.empty() ? std::string(" below the prefix") : " under " + backing) + ", e.g.:\n";
-    for (const std::string& p : t.unmatched_examples) out += "#   " + p + "\n";
+           (backing.empty() ? std::string(" below the prefix") : " under " + EscapeName(backing)) +
+           ", e.g.:\n";
+    for (const std::string& p : t.unmatched_examples) out += "#   " + EscapeName(p) + "\n";
   }
   if (t.special_names + t.unnamed_records > 0) {
     out += "# skipped " + std::to_string(t.special_names) + " records of special names (<STDIN>" +
            " and such) and " + std::to_string(t.unnamed_records) + " records without a name\n";
   }
-  for (const std::string& s : t.skipped_logs) out += "# skipped unreadable log: " + s + "\n";
+  // Already one line: the reader's messages escape the path they start with.
+  for (const std::string& s : t.skipped_logs) {
+    out += "# skipped unreadable log: " + SanitizeText(s) + "\n";
+  }
   return out;
 }
 
@@ -80,7 +86,7 @@ nlohmann::ordered_json Json(const HeatTable& t, size_t limit) {
   size_t shown = 0;
   for (const HeatRecord& r : t.files) {
     if (limit != 0 && shown++ >= limit) break;
-    files.push_back({{"path", r.path},
+    files.push_back({{"path", EscapeName(r.path)},
                      {"heat_per_byte", r.heat_per_byte},
                      {"rereads", r.rereads},
                      {"bytes_read", r.counters.bytes_read},
@@ -90,16 +96,20 @@ nlohmann::ordered_json Json(const HeatTable& t, size_t limit) {
                      {"read_time", r.counters.read_time},
                      {"records", r.counters.records}});
   }
+  nlohmann::ordered_json examples = nlohmann::ordered_json::array();
+  for (const std::string& p : t.unmatched_examples) examples.push_back(EscapeName(p));
+  nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+  for (const std::string& s : t.skipped_logs) skipped.push_back(SanitizeText(s));
   return {{"logs", t.logs},
           {"records", t.records},
-          {"prefix", t.prefix},
+          {"prefix", EscapeName(t.prefix)},
           {"prefix_detected", t.prefix_detected},
           {"file_count", t.files.size()},
           {"files", files},
-          {"unmatched", {{"count", t.unmatched_paths}, {"examples", t.unmatched_examples}}},
+          {"unmatched", {{"count", t.unmatched_paths}, {"examples", examples}}},
           {"special_names", t.special_names},
           {"unnamed_records", t.unnamed_records},
-          {"skipped_logs", t.skipped_logs}};
+          {"skipped_logs", skipped}};
 }
 
 int RunTop(const TopArgs& args) {
@@ -116,7 +126,7 @@ int RunTop(const TopArgs& args) {
   }
   Result<HeatTable> table = LoadHeat(args.inputs, options);
   if (!table.ok()) {
-    fprintf(stderr, "clairfs darshan top: %s\n", table.status().message().c_str());
+    fprintf(stderr, "clairfs darshan top: %s\n", SanitizeText(table.status().message()).c_str());
     return kExitFailed;
   }
   SortTable(args.sort, &table->files);
