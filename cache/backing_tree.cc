@@ -5,7 +5,7 @@
 #include <linux/openat2.h>
 #include <unistd.h>
 
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 

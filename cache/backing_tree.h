@@ -28,7 +28,7 @@
 
 #include "cache/env.h"
 #include "cache/node_attr.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "cache/env.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -8,9 +8,9 @@
 #include <cctype>
 #include <cstdio>
 
-#include "planner/fnv1a.h"
-#include "planner/log.h"
-#include "planner/units.h"
+#include "planner/base/fnv1a.h"
+#include "planner/base/log.h"
+#include "planner/base/units.h"
 
 namespace clairfs {
 namespace {

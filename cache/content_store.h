@@ -59,7 +59,7 @@
 #include "cache/eviction_policy.h"
 #include "cache/index_db.h"
 #include "cache/node_attr.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

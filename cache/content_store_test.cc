@@ -26,10 +26,10 @@
 #include <gtest/gtest.h>
 
 #include "cache/cache_dir.h"
-#include "cache/fault_env.h"
 #include "cache/index_db.h"
-#include "cache/index_fault_fs.h"
-#include "cache/test_store.h"
+#include "cache/testing/fault_env.h"
+#include "cache/testing/index_fault_fs.h"
+#include "cache/testing/test_store.h"
 #include "tests/test_util.h"
 
 extern char** environ;

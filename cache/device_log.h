@@ -27,8 +27,8 @@
 #include <string>
 
 #include "cache/env.h"
-#include "planner/log.h"
-#include "planner/status.h"
+#include "planner/base/log.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -15,9 +15,9 @@
 
 #include <gtest/gtest.h>
 
-#include "cache/fault_env.h"
 #include "cache/stager.h"
-#include "cache/test_store.h"
+#include "cache/testing/fault_env.h"
+#include "cache/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace clairfs {

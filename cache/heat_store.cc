@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "cache/node_attr.h"
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 namespace {

@@ -28,8 +28,8 @@
 
 #include "cache/env.h"
 #include "cache/index_db.h"
+#include "planner/base/status.h"
 #include "planner/heat.h"
-#include "planner/status.h"
 
 namespace clairfs {
 

@@ -19,7 +19,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

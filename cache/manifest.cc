@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cache/backing_tree.h"
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 namespace {

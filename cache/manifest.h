@@ -27,7 +27,7 @@
 #include "cache/index_db.h"
 #include "cache/node_attr.h"
 #include "cache/node_cache.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -15,8 +15,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cache/fault_env.h"
 #include "cache/index_db.h"
+#include "cache/testing/fault_env.h"
 #include "tests/test_util.h"
 
 namespace clairfs {

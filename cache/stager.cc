@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 

@@ -47,7 +47,7 @@
 #include "cache/group_committer.h"
 #include "cache/node_attr.h"
 #include "cache/uring_copier.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

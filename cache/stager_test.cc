@@ -19,9 +19,9 @@
 
 #include "cache/cache_dir.h"
 #include "cache/content_store.h"
-#include "cache/fault_env.h"
 #include "cache/index_db.h"
-#include "cache/test_store.h"
+#include "cache/testing/fault_env.h"
+#include "cache/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace clairfs {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cache/group_committer.h"
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 namespace {

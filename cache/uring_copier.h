@@ -50,7 +50,7 @@
 #include "cache/backing_tree.h"
 #include "cache/content_store.h"
 #include "cache/node_attr.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -24,7 +24,7 @@
 #include "cache/cache_dir.h"
 #include "cache/content_store.h"
 #include "cache/index_db.h"
-#include "cache/test_store.h"
+#include "cache/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace clairfs {

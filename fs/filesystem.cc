@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 namespace {

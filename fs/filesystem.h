@@ -35,9 +35,9 @@
 #include "fs/counters.h"
 #include "fs/file_stats.h"
 #include "fs/held_copies.h"
-#include "fs/mount_options.h"
 #include "fs/open_observer.h"
-#include "planner/status.h"
+#include "fs/revalidate.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

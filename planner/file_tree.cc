@@ -9,7 +9,7 @@
 #include <climits>
 #include <cstdlib>
 
-#include "planner/units.h"
+#include "planner/base/units.h"
 
 namespace clairfs {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

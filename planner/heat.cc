@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <map>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 namespace {

@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "planner/darshan_log.h"
-#include "planner/darshan_reader.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
+#include "planner/darshan/darshan_log.h"
+#include "planner/darshan/darshan_reader.h"
 
 namespace clairfs {
 

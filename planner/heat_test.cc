@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "planner/darshan_test_support.h"
-#include "planner/darshan_writer.h"
+#include "planner/darshan/darshan_test_support.h"
+#include "planner/darshan/darshan_writer.h"
 #include "tests/test_util.h"
 
 namespace clairfs {

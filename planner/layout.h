@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/base/status.h"
 #include "planner/file_tree.h"
-#include "planner/status.h"
 #include "planner/tree_walk.h"
 
 namespace clairfs {

@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/base/status.h"
 #include "planner/epoch_order.h"
-#include "planner/status.h"
 
 namespace clairfs {
 

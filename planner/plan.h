@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "planner/base/status.h"
 #include "planner/epoch_order.h"
 #include "planner/file_tree.h"
 #include "planner/list_plan.h"
 #include "planner/plan_spec.h"
 #include "planner/sampler.h"
-#include "planner/status.h"
 
 namespace clairfs {
 

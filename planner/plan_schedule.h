@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "planner/base/status.h"
 #include "planner/epoch_order.h"
 #include "planner/plan.h"
-#include "planner/status.h"
 
 namespace clairfs {
 

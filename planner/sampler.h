@@ -23,9 +23,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "planner/base/status.h"
 #include "planner/epoch_order.h"
 #include "planner/plan_spec.h"
-#include "planner/status.h"
 
 namespace clairfs {
 

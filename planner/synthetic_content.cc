@@ -5,7 +5,7 @@
 #include <bit>
 #include <cstring>
 
-#include "planner/fnv1a.h"
+#include "planner/base/fnv1a.h"
 
 namespace clairfs {
 namespace {

@@ -23,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

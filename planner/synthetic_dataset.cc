@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "planner/units.h"
+#include "planner/base/units.h"
 
 namespace clairfs {
 namespace {

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "planner/base/status.h"
 #include "planner/file_tree.h"
-#include "planner/status.h"
 
 namespace clairfs {
 

@@ -24,11 +24,11 @@
 
 #include <gtest/gtest.h>
 
-#include "fs/control_socket_dir.h"
+#include "fs/control/control_socket_dir.h"
 #include "tests/mount_helpers.h"
 #include "tests/test_util.h"
 #include "tests/user_fuse_namespace.h"
-#include "tools/subprocess.h"
+#include "tools/cli/subprocess.h"
 
 namespace clairfs::testing {
 namespace {

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/darshan_writer.h"
+#include "planner/darshan/darshan_writer.h"
 
-#include "planner/darshan_test_support.h"
+#include "planner/darshan/darshan_test_support.h"
 #include "tests/test_util.h"
 
 namespace clairfs {

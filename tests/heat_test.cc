@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/content_store.h"
-#include "planner/darshan_writer.h"
+#include "planner/darshan/darshan_writer.h"
 #include "planner/heat.h"
 #include "tests/mount_helpers.h"
 #include "tests/test_util.h"

@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fs/passthrough.h"
+#include "fs/fuse/passthrough.h"
 #include "tests/mount_helpers.h"
 #include "tests/test_util.h"
 

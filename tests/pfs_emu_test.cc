@@ -14,8 +14,8 @@
 
 #include "planner/synthetic_dataset.h"
 #include "tests/test_util.h"
-#include "tools/dataset_writer.h"
-#include "tools/read_workload.h"
+#include "tools/bench/dataset_writer.h"
+#include "tools/bench/read_workload.h"
 
 namespace clairfs {
 namespace {

@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 #include "planner/plan.h"
 #include "planner/plan_spec.h"
 #include "tests/test_util.h"

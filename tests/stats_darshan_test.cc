@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "planner/darshan_format.h"
-#include "planner/darshan_reader.h"
+#include "planner/darshan/darshan_format.h"
+#include "planner/darshan/darshan_reader.h"
 #include "tests/mount_helpers.h"
 #include "tests/test_util.h"
 

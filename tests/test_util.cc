@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "fs/mount_table.h"
+#include "fs/fuse/mount_table.h"
 
 namespace clairfs::testing {
 namespace fsys = std::filesystem;

@@ -7,7 +7,7 @@
 
 #include <cerrno>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs::cli {
 namespace {

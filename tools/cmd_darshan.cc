@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "planner/darshan_json.h"
-#include "planner/darshan_reader.h"
-#include "planner/darshan_text.h"
-#include "planner/darshan_writer.h"
-#include "planner/name_escape.h"
-#include "tools/cli.h"
+#include "planner/base/name_escape.h"
+#include "planner/darshan/darshan_json.h"
+#include "planner/darshan/darshan_reader.h"
+#include "planner/darshan/darshan_text.h"
+#include "planner/darshan/darshan_writer.h"
+#include "tools/cli/cli.h"
 #include "tools/cmd_darshan.h"
 #include "tools/commands.h"
 

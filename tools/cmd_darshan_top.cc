@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/base/name_escape.h"
+#include "planner/base/units.h"
 #include "planner/heat.h"
-#include "planner/name_escape.h"
-#include "planner/units.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 #include "tools/cmd_darshan.h"
 
 namespace clairfs::cli {

@@ -14,16 +14,16 @@
 #include <filesystem>
 #include <memory>
 
+#include "planner/base/units.h"
 #include "planner/synthetic_dataset.h"
-#include "planner/units.h"
-#include "tools/bench_mounts.h"
-#include "tools/cli.h"
+#include "tools/bench/bench_mounts.h"
+#include "tools/bench/dataset_writer.h"
+#include "tools/bench/read_workload.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/interrupt_cleanup.h"
+#include "tools/cli/progress_meter.h"
+#include "tools/cli/subprocess.h"
 #include "tools/commands.h"
-#include "tools/dataset_writer.h"
-#include "tools/interrupt_cleanup.h"
-#include "tools/progress_meter.h"
-#include "tools/read_workload.h"
-#include "tools/subprocess.h"
 
 namespace clairfs::cli {
 namespace {

@@ -3,12 +3,12 @@
 #include <cstdio>
 #include <memory>
 
-#include "planner/name_escape.h"
-#include "planner/units.h"
+#include "planner/base/name_escape.h"
+#include "planner/base/units.h"
 #include "tools/admin_paths.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/control_client.h"
 #include "tools/commands.h"
-#include "tools/control_client.h"
 
 namespace clairfs::cli {
 namespace {

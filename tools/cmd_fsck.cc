@@ -31,8 +31,8 @@
 #include "cache/env.h"
 #include "cache/eviction_policy.h"
 #include "cache/index_db.h"
-#include "planner/units.h"
-#include "tools/cli.h"
+#include "planner/base/units.h"
+#include "tools/cli/cli.h"
 #include "tools/commands.h"
 
 namespace clairfs::cli {

@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "fs/daemon.h"
-#include "fs/mount_options.h"
-#include "tools/cli.h"
+#include "fs/daemon/daemon.h"
+#include "fs/daemon/mount_options.h"
+#include "tools/cli/cli.h"
 #include "tools/commands.h"
 
 namespace clairfs::cli {

@@ -15,13 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/base/log.h"
+#include "planner/base/name_escape.h"
 #include "planner/file_tree.h"
 #include "planner/layout.h"
-#include "planner/log.h"
-#include "planner/name_escape.h"
 #include "planner/plan.h"
 #include "planner/plan_spec.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 #include "tools/commands.h"
 
 namespace clairfs::cli {

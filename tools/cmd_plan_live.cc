@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 #include "planner/plan_spec.h"
-#include "tools/cli.h"
-#include "tools/control_client.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/control_client.h"
 
 namespace clairfs::cli {
 namespace {

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/base/units.h"
 #include "planner/cache_simulator.h"
 #include "planner/file_tree.h"
 #include "planner/heat.h"
@@ -25,8 +26,7 @@
 #include "planner/plan.h"
 #include "planner/plan_spec.h"
 #include "planner/synthetic_dataset.h"
-#include "planner/units.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 #include "tools/commands.h"
 
 namespace clairfs::cli {

@@ -32,15 +32,15 @@
 #include "cache/index_db.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
-#include "fs/admin_handlers.h"
-#include "fs/control_server.h"
-#include "planner/name_escape.h"
-#include "planner/units.h"
+#include "fs/control/admin_handlers.h"
+#include "fs/control/control_server.h"
+#include "planner/base/name_escape.h"
+#include "planner/base/units.h"
 #include "tools/admin_paths.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/control_client.h"
+#include "tools/cli/progress_meter.h"
 #include "tools/commands.h"
-#include "tools/control_client.h"
-#include "tools/progress_meter.h"
 
 namespace clairfs::cli {
 namespace {

@@ -11,11 +11,11 @@
 #include <ctime>
 #include <memory>
 
-#include "planner/darshan_writer.h"
-#include "planner/units.h"
-#include "tools/cli.h"
+#include "planner/base/units.h"
+#include "planner/darshan/darshan_writer.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/control_client.h"
 #include "tools/commands.h"
-#include "tools/control_client.h"
 #include "tools/stats_darshan.h"
 
 namespace clairfs::cli {

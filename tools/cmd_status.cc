@@ -3,10 +3,10 @@
 #include <memory>
 #include <string>
 
-#include "planner/units.h"
-#include "tools/cli.h"
+#include "planner/base/units.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/control_client.h"
 #include "tools/commands.h"
-#include "tools/control_client.h"
 
 namespace clairfs::cli {
 namespace {

@@ -17,12 +17,12 @@
 #include <memory>
 #include <thread>
 
-#include "fs/control_socket_dir.h"
-#include "fs/daemon.h"
-#include "tools/cli.h"
+#include "fs/control/control_socket_dir.h"
+#include "fs/daemon/daemon.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/control_client.h"
+#include "tools/cli/subprocess.h"
 #include "tools/commands.h"
-#include "tools/control_client.h"
-#include "tools/subprocess.h"
 
 namespace clairfs::cli {
 namespace {

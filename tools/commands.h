@@ -1,8 +1,11 @@
 // The table of `clairfs` subcommands. Each entry's function adds one subcommand (and its own
-// nested subcommands) to the app; the implementations live in tools/cmd_*.cc.
+// nested subcommands) to the app; the implementations live in tools/cmd_*.cc, and those of the
+// bench instruments (RegisterBench, RegisterPfsEmu) in tools/bench/ (tools/bench/cmd_bench.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
+
+#include "tools/bench/cmd_bench.h"
 
 namespace clairfs::cli {
 
@@ -14,8 +17,6 @@ void RegisterUmount(CLI::App& app);
 void RegisterFsck(CLI::App& app);
 void RegisterStatus(CLI::App& app);
 void RegisterStats(CLI::App& app);
-void RegisterBench(CLI::App& app);
-void RegisterPfsEmu(CLI::App& app);
 void RegisterDemo(CLI::App& app);
 void RegisterDarshan(CLI::App& app);
 void RegisterPlan(CLI::App& app);

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <vector>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 namespace {

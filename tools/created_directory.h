@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

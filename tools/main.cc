@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 #include "tools/commands.h"
 
 #ifndef CLAIRFS_VERSION

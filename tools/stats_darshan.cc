@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "planner/darshan_writer.h"
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
+#include "planner/darshan/darshan_writer.h"
 
 namespace clairfs::cli {
 namespace {

@@ -26,8 +26,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/darshan_log.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
+#include "planner/darshan/darshan_log.h"
 
 namespace clairfs::cli {
 

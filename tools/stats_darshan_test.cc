@@ -6,9 +6,9 @@
 #include <map>
 #include <string>
 
-#include "planner/darshan_format.h"
-#include "planner/darshan_reader.h"
-#include "planner/darshan_writer.h"
+#include "planner/darshan/darshan_format.h"
+#include "planner/darshan/darshan_reader.h"
+#include "planner/darshan/darshan_writer.h"
 
 namespace clairfs::cli {
 namespace {

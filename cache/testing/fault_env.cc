@@ -1,5 +1,5 @@
 // FaultInjectionEnv: fault rules, crash simulation and call counting (see fault_env.h).
-#include "cache/fault_env.h"
+#include "cache/testing/fault_env.h"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 // Tests of FaultInjectionEnv itself: the Nth-call and path faults fire exactly where asked, fd
 // operations match the path they were opened with, short reads, the crash point, and counting.
-#include "cache/fault_env.h"
+#include "cache/testing/fault_env.h"
 
 #include <fcntl.h>
 

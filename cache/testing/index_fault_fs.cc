@@ -1,5 +1,5 @@
 // IndexFaultFs: write-ahead log faults for the index (see index_fault_fs.h).
-#include "cache/index_fault_fs.h"
+#include "cache/testing/index_fault_fs.h"
 
 namespace clairfs {
 namespace {

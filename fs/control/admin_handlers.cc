@@ -1,5 +1,5 @@
 // Admin ops on the control socket (see admin_handlers.h).
-#include "fs/admin_handlers.h"
+#include "fs/control/admin_handlers.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,10 +10,10 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "fs/caller_scope.h"
-#include "planner/log.h"
-#include "planner/name_escape.h"
-#include "planner/units.h"
+#include "fs/control/caller_scope.h"
+#include "planner/base/log.h"
+#include "planner/base/name_escape.h"
+#include "planner/base/units.h"
 
 namespace clairfs {
 namespace {

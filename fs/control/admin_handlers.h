@@ -54,7 +54,7 @@
 #include "cache/heat_store.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
-#include "fs/control_server.h"
+#include "fs/control/control_server.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // What a control request's caller may see (see caller_scope.h).
-#include "fs/caller_scope.h"
+#include "fs/control/caller_scope.h"
 
 namespace clairfs {
 

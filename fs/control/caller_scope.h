@@ -17,7 +17,7 @@
 #include <sys/types.h>
 
 #include "cache/access_check.h"
-#include "fs/control_server.h"
+#include "fs/control/control_server.h"
 
 namespace clairfs {
 

@@ -1,6 +1,6 @@
 // ControlServer: socket setup, admission, per-client threads, request validation and dispatch,
 // and the boundary that keeps every failure of a request inside its reply (see control_server.h).
-#include "fs/control_server.h"
+#include "fs/control/control_server.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,8 +13,8 @@
 #include <cstring>
 #include <new>
 
-#include "planner/log.h"
-#include "planner/name_escape.h"
+#include "planner/base/log.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 namespace {

@@ -1,7 +1,7 @@
 // ControlServer: the boundary (throwing handlers, replies and messages that are not UTF-8), and
 // over a real socket the connection limits, timeouts and peer groups, with clients of other uids
 // run in forked children.
-#include "fs/control_server.h"
+#include "fs/control/control_server.h"
 
 #include <grp.h>
 #include <poll.h>
@@ -27,7 +27,7 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 #include "tests/test_util.h"
 
 namespace clairfs {

@@ -1,5 +1,5 @@
 // Choosing and checking the control socket's directory (see control_socket_dir.h).
-#include "fs/control_socket_dir.h"
+#include "fs/control/control_socket_dir.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "planner/fnv1a.h"
-#include "planner/log.h"
-#include "planner/name_escape.h"
+#include "planner/base/fnv1a.h"
+#include "planner/base/log.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 namespace {

@@ -1,7 +1,7 @@
 // The control socket's directory: candidates, the checks that refuse another user's or a writable
 // directory, symlinks and files, the fallback a pre-created path cannot block, and the daemon's
 // liveness lock.
-#include "fs/control_socket_dir.h"
+#include "fs/control/control_socket_dir.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -1,5 +1,5 @@
 // Heat ops on the control socket (see heat_handlers.h).
-#include "fs/heat_handlers.h"
+#include "fs/control/heat_handlers.h"
 
 #include <chrono>
 #include <map>
@@ -7,9 +7,9 @@
 #include <mutex>
 #include <set>
 
+#include "planner/base/log.h"
+#include "planner/base/name_escape.h"
 #include "planner/heat.h"
-#include "planner/log.h"
-#include "planner/name_escape.h"
 
 namespace clairfs {
 namespace {

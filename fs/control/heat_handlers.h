@@ -36,7 +36,7 @@
 
 #include "cache/heat_store.h"
 #include "cache/manifest.h"
-#include "fs/control_server.h"
+#include "fs/control/control_server.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // Prometheus text file of the status counters (see metrics_writer.h).
-#include "fs/metrics_writer.h"
+#include "fs/control/metrics_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <set>
 
-#include "planner/log.h"
-#include "planner/name_escape.h"
+#include "planner/base/log.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 namespace {

@@ -1,10 +1,10 @@
 // MetricsWriter::Render: a mountpoint of any bytes becomes a label value of valid UTF-8 on one
 // line.
-#include "fs/metrics_writer.h"
+#include "fs/control/metrics_writer.h"
 
 #include <gtest/gtest.h>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 namespace {

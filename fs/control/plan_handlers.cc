@@ -1,8 +1,8 @@
 // plan_set / plan_clear control ops (see plan_handlers.h).
-#include "fs/plan_handlers.h"
+#include "fs/control/plan_handlers.h"
 
-#include "fs/status_report.h"
-#include "planner/name_escape.h"
+#include "fs/control/status_report.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 namespace {

@@ -8,8 +8,8 @@
 // PlanRuntime is thread-safe.
 #pragma once
 
-#include "fs/control_server.h"
-#include "fs/plan_runtime.h"
+#include "fs/control/control_server.h"
+#include "fs/prefetch/plan_runtime.h"
 
 namespace clairfs {
 

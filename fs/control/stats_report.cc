@@ -1,10 +1,10 @@
 // The "stats" report (see stats_report.h).
-#include "fs/stats_report.h"
+#include "fs/control/stats_report.h"
 
 #include <algorithm>
 
-#include "fs/caller_scope.h"
-#include "planner/name_escape.h"
+#include "fs/control/caller_scope.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 

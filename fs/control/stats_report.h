@@ -11,14 +11,14 @@
 // (fs/caller_scope.h).
 // Counter objects hold Darshan-style names in lower case: opens, reads, bytes_read,
 // max_byte_read, consec_reads, seq_reads, size_read (10 buckets), read_time, read_busy_time,
-// max_read_time, max_read_time_size, meta_time, file_not_aligned, access_sizes and strides ([[value, count]],
-// see fs/file_stats.h), open_start, open_end, read_start, read_end, close_start, close_end
-// (seconds since mount).
+// max_read_time, max_read_time_size, meta_time, file_not_aligned, access_sizes and strides
+// ([[value, count]], see fs/file_stats.h), open_start, open_end, read_start, read_end, close_start,
+// close_end (seconds since mount).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include "fs/control_server.h"
+#include "fs/control/control_server.h"
 #include "fs/file_stats.h"
 #include "fs/filesystem.h"
 

@@ -1,8 +1,8 @@
 // Status report: gathers counters from every layer into one JSON object (see status_report.h).
-#include "fs/status_report.h"
+#include "fs/control/status_report.h"
 
-#include "fs/stats_report.h"
-#include "planner/name_escape.h"
+#include "fs/control/stats_report.h"
+#include "planner/base/name_escape.h"
 
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -69,12 +69,12 @@ nlohmann::json BuildStatus(const StatusSources& s) {
   j["backing"] = EscapeName(s.backing);
   j["cache_dir"] = EscapeName(s.cache);
   j["owner_uid"] = getuid();
-  j["read_through"] = s.options->read_through;
-  j["revalidate"] = s.options->revalidate == Revalidate::kOpen ? "open" : "never";
+  j["read_through"] = s.fs->config().read_through;
+  j["revalidate"] = s.fs->config().revalidate == Revalidate::kOpen ? "open" : "never";
   j["capacity_bytes"] = store.capacity;
   j["used_bytes"] = store.used_bytes;
   j["reserved_bytes"] = store.reserved_bytes;
-  j["min_free_bytes"] = s.options->min_free;
+  j["min_free_bytes"] = s.min_free;
   j["device_free_bytes"] = device_free;
   j["device_size_bytes"] = device_size;
   j["dataset_files"] = m.files;
@@ -112,7 +112,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"state", passthrough_on ? "on" : "off"},
       {"reason", s.passthrough != nullptr ? s.passthrough->reason() : "not available"},
       {"held_copies", s.passthrough != nullptr ? s.passthrough->held_copies() : 0},
-      {"held_copies_limit", KernelPassthrough::EffectiveHeldCopies(s.options->held_copies)},
+      {"held_copies_limit", KernelPassthrough::EffectiveHeldCopies(s.held_copies)},
       {"held_ahead", HeldAheadJson(s.held_warmup)},
       {"note",
        "the kernel reads passthrough files without the daemon: their reads are not counted, "
@@ -152,7 +152,7 @@ void RegisterStatusHandlers(ControlServer* server, StatusSources sources) {
         *reply = BuildStatus(sources);
         return Status::Ok();
       });
-  RegisterStatsHandler(server, sources.fs, getuid(), sources.options->allow_other);
+  RegisterStatsHandler(server, sources.fs, getuid(), sources.allow_other);
 }
 
 }  // namespace clairfs

@@ -16,18 +16,20 @@
 #include "cache/heat_store.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
-#include "fs/control_server.h"
+#include "fs/control/control_server.h"
 #include "fs/filesystem.h"
-#include "fs/fuse_uring_transport.h"
-#include "fs/held_copy_warmup.h"
-#include "fs/list_ahead.h"
-#include "fs/mount_options.h"
-#include "fs/passthrough.h"
+#include "fs/fuse/fuse_uring_transport.h"
+#include "fs/fuse/held_copy_warmup.h"
+#include "fs/fuse/list_ahead.h"
+#include "fs/fuse/passthrough.h"
 
 namespace clairfs {
 
 struct StatusSources {
-  const MountOptions* options;
+  // Of the mount's options, what status reports besides what the sources below know.
+  uint64_t min_free = 0;
+  uint64_t held_copies = 0;  // --held-copies as given
+  bool allow_other = false;
   std::string backing;
   std::string mountpoint;
   std::string cache;

@@ -1,6 +1,6 @@
 // The mount daemon: preflight checks, fork with a readiness pipe, startup, serving, teardown
 // (see daemon.h).
-#include "fs/daemon.h"
+#include "fs/daemon/daemon.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -33,23 +33,23 @@
 #include "cache/index_db.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
-#include "fs/admin_handlers.h"
-#include "fs/control_server.h"
-#include "fs/control_socket_dir.h"
+#include "fs/control/admin_handlers.h"
+#include "fs/control/control_server.h"
+#include "fs/control/control_socket_dir.h"
+#include "fs/control/heat_handlers.h"
+#include "fs/control/metrics_writer.h"
+#include "fs/control/plan_handlers.h"
+#include "fs/control/status_report.h"
+#include "fs/daemon/stop_signals.h"
 #include "fs/filesystem.h"
-#include "fs/fuse_adapter.h"
-#include "fs/heat_handlers.h"
-#include "fs/held_copy_warmup.h"
-#include "fs/list_ahead.h"
-#include "fs/metrics_writer.h"
-#include "fs/mount_table.h"
-#include "fs/plan_handlers.h"
-#include "fs/plan_runtime.h"
-#include "fs/sched_policy.h"
-#include "fs/status_report.h"
-#include "fs/stop_signals.h"
-#include "planner/log.h"
-#include "planner/units.h"
+#include "fs/fuse/fuse_adapter.h"
+#include "fs/fuse/held_copy_warmup.h"
+#include "fs/fuse/list_ahead.h"
+#include "fs/fuse/mount_table.h"
+#include "fs/fuse/sched_policy.h"
+#include "fs/prefetch/plan_runtime.h"
+#include "planner/base/log.h"
+#include "planner/base/units.h"
 
 namespace clairfs {
 namespace {
@@ -220,7 +220,9 @@ void ArmStopDeadline(const std::string& mountpoint) {
 
 // What `status` (and the metrics file) report about this mount.
 StatusSources StatusSourcesOf(Daemon* d) {
-  StatusSources sources{&d->options,
+  StatusSources sources{d->options.min_free,
+                        d->options.held_copies,
+                        d->options.allow_other,
                         d->paths.backing,
                         d->paths.mountpoint,
                         d->paths.cache,

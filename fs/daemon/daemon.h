@@ -10,7 +10,7 @@
 // A stale mount left by a dead daemon (ENOTCONN) on the mountpoint is cleared and mounted over.
 #pragma once
 
-#include "fs/mount_options.h"
+#include "fs/daemon/mount_options.h"
 
 namespace clairfs {
 

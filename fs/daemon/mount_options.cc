@@ -1,12 +1,12 @@
 // Parsing of `-o key=value` mount options and the kernel option string (see mount_options.h).
-#include "fs/mount_options.h"
+#include "fs/daemon/mount_options.h"
 
 #include <cstdlib>
 #include <set>
 
+#include "planner/base/units.h"
 #include "planner/layout.h"
 #include "planner/plan_spec.h"
-#include "planner/units.h"
 
 namespace clairfs {
 namespace {

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "fs/list_ahead.h"
-#include "planner/status.h"
+#include "fs/fuse/list_ahead.h"
+#include "fs/revalidate.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 
-enum class Revalidate { kNever, kOpen };
 enum class ManifestMode { kRescan, kReuse };
 
 struct MountOptions {

@@ -1,11 +1,16 @@
 // MountOptions parsing: strict sizes and counts with errors naming the option, a setting given
 // twice refused (flags and -o alike), plan-only settings refused without a plan.
-#include "fs/mount_options.h"
+#include "fs/daemon/mount_options.h"
 
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "fs/fuse/fuse_uring_transport.h"
+#include "fs/fuse/list_ahead.h"
+#include "fs/fuse/passthrough.h"
+#include "fs/fuse/sched_policy.h"
 
 namespace clairfs {
 namespace {
@@ -87,6 +92,86 @@ TEST(MountOptions, PlanOnlySettingsNeedAPlan) {
   Status st = ValidateMountOptions(o);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("--layout"), std::string::npos) << st.message();
+}
+
+TEST(FuseUringOption, ModeAndMountOption) {
+  EXPECT_EQ(*ParseFuseUringMode("auto"), FuseUringMode::kAuto);
+  EXPECT_EQ(*ParseFuseUringMode("on"), FuseUringMode::kOn);
+  EXPECT_EQ(*ParseFuseUringMode("off"), FuseUringMode::kOff);
+  EXPECT_FALSE(ParseFuseUringMode("yes").ok());
+  MountOptions o;
+  EXPECT_EQ(o.fuse_uring, "auto");
+  ASSERT_TRUE(ApplyMountOption("fuse_uring=off", &o).ok());
+  EXPECT_EQ(o.fuse_uring, "off");
+  Status bad = ApplyMountOption("fuse_uring=maybe", &o);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("fuse_uring"), std::string::npos);
+  EXPECT_EQ(o.fuse_uring_threads, 2);
+  ASSERT_TRUE(ApplyMountOption("fuse_uring_threads=1", &o).ok());
+  EXPECT_EQ(o.fuse_uring_threads, 1);
+  EXPECT_FALSE(ApplyMountOption("fuse_uring_threads=0", &o).ok());
+  EXPECT_FALSE(ApplyMountOption("fuse_uring_threads=x", &o).ok());
+}
+
+TEST(ListAheadOption, ParsesOnOffAndACount) {
+  MountOptions o;
+  EXPECT_EQ(o.list_ahead, kDefaultListAheadNames);
+  ASSERT_TRUE(ApplyMountOption("list_ahead=off", &o).ok());
+  EXPECT_EQ(o.list_ahead, 0u);
+  ASSERT_TRUE(ApplyMountOption("list_ahead=on", &o).ok());
+  EXPECT_EQ(o.list_ahead, kDefaultListAheadNames);
+  ASSERT_TRUE(ApplyMountOption("list_ahead=1000000", &o).ok());
+  EXPECT_EQ(o.list_ahead, 1000000u);
+  for (const char* bad : {"list_ahead=yes", "list_ahead=-1", "list_ahead="}) {
+    Status st = ApplyMountOption(bad, &o);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("list_ahead"), std::string::npos) << st.message();
+  }
+}
+
+TEST(HeldCopiesOption, DefaultBoundRangeAndRounding) {
+  MountOptions o;
+  EXPECT_EQ(o.held_copies, KernelPassthrough::kDefaultHeldCopies);
+  ASSERT_TRUE(ApplyMountOption("held_copies=0", &o).ok());
+  EXPECT_EQ(o.held_copies, 0u);
+  ASSERT_TRUE(ApplyMountOption("held_copies=100", &o).ok());
+  EXPECT_EQ(o.held_copies, 100u);
+  for (const char* bad : {"held_copies=-1", "held_copies=lots", "held_copies=16777217"}) {
+    Status st = ApplyMountOption(bad, &o);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("held_copies"), std::string::npos) << st.message();
+  }
+  // Each of the 64 shards holds an equal share.
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(0), 0u);
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(1), 64u);
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(64), 64u);
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(100), 128u);
+  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(65536), 65536u);
+}
+
+TEST(HoldAheadOption, OnByDefaultAndOnlyOnOrOff) {
+  MountOptions o;
+  EXPECT_TRUE(o.hold_ahead);
+  ASSERT_TRUE(ApplyMountOption("hold_ahead=off", &o).ok());
+  EXPECT_FALSE(o.hold_ahead);
+  ASSERT_TRUE(ApplyMountOption("hold_ahead=on", &o).ok());
+  EXPECT_TRUE(o.hold_ahead);
+  EXPECT_FALSE(ApplyMountOption("hold_ahead=yes", &o).ok());
+}
+
+TEST(SchedOption, ParsesBatchAndNormalOnly) {
+  EXPECT_EQ(*ParseSchedPolicy("batch"), SchedPolicy::kBatch);
+  EXPECT_EQ(*ParseSchedPolicy("normal"), SchedPolicy::kNormal);
+  for (const char* bad : {"", "fifo", "BATCH", "idle"}) {
+    auto r = ParseSchedPolicy(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), EINVAL);
+  }
+  MountOptions o;
+  EXPECT_EQ(o.sched, "normal");
+  ASSERT_TRUE(ApplyMountOption("sched=batch", &o).ok());
+  EXPECT_EQ(o.sched, "batch");
+  EXPECT_FALSE(ApplyMountOption("sched=rr", &o).ok());
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // StopSignalWatch: chained handlers, the notice pipe and its thread (see stop_signals.h).
-#include "fs/stop_signals.h"
+#include "fs/daemon/stop_signals.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -19,7 +19,7 @@
 #include <functional>
 #include <thread>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // FuseAdapter: libfuse3 low-level callbacks that call the FileSystem core (see fuse_adapter.h).
-#include "fs/fuse_adapter.h"
+#include "fs/fuse/fuse_adapter.h"
 
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
@@ -18,8 +18,8 @@
 #include <cstring>
 #include <vector>
 
-#include "fs/mount_table.h"
-#include "planner/log.h"
+#include "fs/fuse/mount_table.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 namespace {

@@ -21,9 +21,9 @@
 #include <string>
 
 #include "fs/filesystem.h"
-#include "fs/fuse_uring_transport.h"
-#include "fs/passthrough.h"
-#include "planner/status.h"
+#include "fs/fuse/fuse_uring_transport.h"
+#include "fs/fuse/passthrough.h"
+#include "planner/base/status.h"
 
 struct fuse_session;
 

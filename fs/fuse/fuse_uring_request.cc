@@ -1,5 +1,5 @@
 // Ring entry <-> /dev/fuse message layout (see fuse_uring_request.h).
-#include "fs/fuse_uring_request.h"
+#include "fs/fuse/fuse_uring_request.h"
 
 #include <linux/fuse.h>
 

@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "fs/fuse_uring_abi.h"
-#include "planner/status.h"
+#include "fs/fuse/fuse_uring_abi.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -1,6 +1,6 @@
 // Tests of the ring entry <-> /dev/fuse layout conversions, with the shapes the kernel produced
 // in tools/probes/fuse_uring_probe (LOOKUP: len 47 with a 7-byte name; OPEN: len 48).
-#include "fs/fuse_uring_request.h"
+#include "fs/fuse/fuse_uring_request.h"
 
 #include <gtest/gtest.h>
 #include <linux/fuse.h>

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fs/fuse_uring_abi.h"
+#include "fs/fuse/fuse_uring_abi.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // FUSE requests over io_uring for the daemon (see fuse_uring_transport.h).
-#include "fs/fuse_uring_transport.h"
+#include "fs/fuse/fuse_uring_transport.h"
 
 #include <liburing.h>
 #include <linux/fuse.h>
@@ -16,10 +16,10 @@
 #include <cstring>
 #include <memory>
 
-#include "fs/fuse_uring_abi.h"
-#include "fs/fuse_uring_request.h"
-#include "fs/fuse_uring_sqe.h"
-#include "planner/log.h"
+#include "fs/fuse/fuse_uring_abi.h"
+#include "fs/fuse/fuse_uring_request.h"
+#include "fs/fuse/fuse_uring_sqe.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 namespace {

@@ -43,7 +43,7 @@
 #include <thread>
 #include <vector>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -1,7 +1,7 @@
 // Unit tests of FuseUringTransport's INIT negotiation, reply routing and fallback (no mount; the
 // ring itself is tested on real mounts in tests/fuse_uring_test.cc), and of the fuse_uring
 // mount option.
-#include "fs/fuse_uring_transport.h"
+#include "fs/fuse/fuse_uring_transport.h"
 
 #include <linux/fuse.h>
 
@@ -10,8 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fs/fuse_uring_abi.h"
-#include "fs/mount_options.h"
+#include "fs/fuse/fuse_uring_abi.h"
 
 namespace clairfs {
 namespace {
@@ -113,25 +112,6 @@ TEST(FuseUringTransport, RepliesOffTheRingGoToDevFuse) {
   ssize_t written = 0;
   // This thread serves no ring request: the reply is not taken.
   EXPECT_FALSE(FuseUringTransport::TryReply(iov, 1, &written));
-}
-
-TEST(FuseUringTransport, ModeAndMountOption) {
-  EXPECT_EQ(*ParseFuseUringMode("auto"), FuseUringMode::kAuto);
-  EXPECT_EQ(*ParseFuseUringMode("on"), FuseUringMode::kOn);
-  EXPECT_EQ(*ParseFuseUringMode("off"), FuseUringMode::kOff);
-  EXPECT_FALSE(ParseFuseUringMode("yes").ok());
-  MountOptions o;
-  EXPECT_EQ(o.fuse_uring, "auto");
-  ASSERT_TRUE(ApplyMountOption("fuse_uring=off", &o).ok());
-  EXPECT_EQ(o.fuse_uring, "off");
-  Status bad = ApplyMountOption("fuse_uring=maybe", &o);
-  EXPECT_FALSE(bad.ok());
-  EXPECT_NE(bad.message().find("fuse_uring"), std::string::npos);
-  EXPECT_EQ(o.fuse_uring_threads, 2);
-  ASSERT_TRUE(ApplyMountOption("fuse_uring_threads=1", &o).ok());
-  EXPECT_EQ(o.fuse_uring_threads, 1);
-  EXPECT_FALSE(ApplyMountOption("fuse_uring_threads=0", &o).ok());
-  EXPECT_FALSE(ApplyMountOption("fuse_uring_threads=x", &o).ok());
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 // HeldCopyWarmup: holds staged copies ahead of their first open (see held_copy_warmup.h).
-#include "fs/held_copy_warmup.h"
+#include "fs/fuse/held_copy_warmup.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "fs/sched_policy.h"
-#include "planner/log.h"
+#include "fs/fuse/sched_policy.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 

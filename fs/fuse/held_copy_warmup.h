@@ -39,7 +39,7 @@
 #include "cache/env.h"
 #include "cache/manifest.h"
 #include "fs/held_copies.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -2,7 +2,7 @@
 // HeldCopies: which copies it holds (staged at the manifest's version only), that it stops when
 // the bound is reached, that a copy evicted while it was being held is let go again, and that
 // copies published while it runs are held as they come.
-#include "fs/held_copy_warmup.h"
+#include "fs/fuse/held_copy_warmup.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,9 +14,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cache/test_store.h"
-#include "fs/mount_options.h"
-#include "fs/passthrough.h"
+#include "cache/testing/test_store.h"
+#include "fs/fuse/passthrough.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -246,36 +245,6 @@ TEST_F(HeldCopyWarmupTest, CopiesPublishedAfterStartAreHeldAsMostRecent) {
   EXPECT_EQ(held.held.count(AttrOf("f").ino), 0u);
   EXPECT_EQ(warmup.stats().held_when_staged, 3u);
   s_.store->set_publish_listener(nullptr);
-}
-
-TEST(HeldCopiesOption, DefaultBoundRangeAndRounding) {
-  MountOptions o;
-  EXPECT_EQ(o.held_copies, KernelPassthrough::kDefaultHeldCopies);
-  ASSERT_TRUE(ApplyMountOption("held_copies=0", &o).ok());
-  EXPECT_EQ(o.held_copies, 0u);
-  ASSERT_TRUE(ApplyMountOption("held_copies=100", &o).ok());
-  EXPECT_EQ(o.held_copies, 100u);
-  for (const char* bad : {"held_copies=-1", "held_copies=lots", "held_copies=16777217"}) {
-    Status st = ApplyMountOption(bad, &o);
-    EXPECT_FALSE(st.ok()) << bad;
-    EXPECT_NE(st.message().find("held_copies"), std::string::npos) << st.message();
-  }
-  // Each of the 64 shards holds an equal share.
-  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(0), 0u);
-  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(1), 64u);
-  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(64), 64u);
-  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(100), 128u);
-  EXPECT_EQ(KernelPassthrough::EffectiveHeldCopies(65536), 65536u);
-}
-
-TEST(HoldAheadOption, OnByDefaultAndOnlyOnOrOff) {
-  MountOptions o;
-  EXPECT_TRUE(o.hold_ahead);
-  ASSERT_TRUE(ApplyMountOption("hold_ahead=off", &o).ok());
-  EXPECT_FALSE(o.hold_ahead);
-  ASSERT_TRUE(ApplyMountOption("hold_ahead=on", &o).ok());
-  EXPECT_TRUE(o.hold_ahead);
-  EXPECT_FALSE(ApplyMountOption("hold_ahead=yes", &o).ok());
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 // ListAhead: lists a mount's tree for the kernel ahead of the job's opens (see list_ahead.h).
-#include "fs/list_ahead.h"
+#include "fs/fuse/list_ahead.h"
 
 #include <dirent.h>
 
 #include <vector>
 
-#include "fs/sched_policy.h"
-#include "planner/log.h"
+#include "fs/fuse/sched_policy.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 

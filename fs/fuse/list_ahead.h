@@ -31,7 +31,7 @@
 #include <thread>
 
 #include "cache/env.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

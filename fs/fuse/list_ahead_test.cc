@@ -1,7 +1,7 @@
 // Tests of ListAhead on a real directory tree, through a recording Env: the walk's order (depth
 // first, in listing order), that it only lists (never opens or stats a file), its bound, that a
 // directory it cannot list is counted and skipped, and that it stops when asked.
-#include "fs/list_ahead.h"
+#include "fs/fuse/list_ahead.h"
 
 #include <algorithm>
 #include <set>
@@ -10,8 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cache/fault_env.h"
-#include "fs/mount_options.h"
+#include "cache/testing/fault_env.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -132,22 +131,6 @@ TEST_F(ListAheadTest, StopsWhenAskedAndOnlyOnce) {
   background.Start(root_);
   background.Stop();  // joins, whether or not the walk had ended
   EXPECT_TRUE(background.stats().done);
-}
-
-TEST(ListAheadOption, ParsesOnOffAndACount) {
-  MountOptions o;
-  EXPECT_EQ(o.list_ahead, kDefaultListAheadNames);
-  ASSERT_TRUE(ApplyMountOption("list_ahead=off", &o).ok());
-  EXPECT_EQ(o.list_ahead, 0u);
-  ASSERT_TRUE(ApplyMountOption("list_ahead=on", &o).ok());
-  EXPECT_EQ(o.list_ahead, kDefaultListAheadNames);
-  ASSERT_TRUE(ApplyMountOption("list_ahead=1000000", &o).ok());
-  EXPECT_EQ(o.list_ahead, 1000000u);
-  for (const char* bad : {"list_ahead=yes", "list_ahead=-1", "list_ahead="}) {
-    Status st = ApplyMountOption(bad, &o);
-    EXPECT_FALSE(st.ok()) << bad;
-    EXPECT_NE(st.message().find("list_ahead"), std::string::npos) << st.message();
-  }
 }
 
 }  // namespace

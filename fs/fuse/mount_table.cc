@@ -1,5 +1,5 @@
 // Reading /proc/self/mountinfo (see mount_table.h).
-#include "fs/mount_table.h"
+#include "fs/fuse/mount_table.h"
 
 #include <charconv>
 #include <fstream>

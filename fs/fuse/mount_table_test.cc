@@ -1,5 +1,5 @@
 // Parsing mountinfo lines: optional fields, escapes, superblock options and the FUSE owner.
-#include "fs/mount_table.h"
+#include "fs/fuse/mount_table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Kernel FUSE passthrough through libfuse 3.14's custom io hooks (see passthrough.h).
-#include "fs/passthrough.h"
+#include "fs/fuse/passthrough.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 // Debian 12's linux-libc-dev carries FUSE protocol 7.38; passthrough arrived in 7.40 (Linux 6.9).
 // These are the kernel ABI values from include/uapi/linux/fuse.h of Linux >= 6.9.

@@ -48,7 +48,7 @@
 
 #include "cache/node_attr.h"
 #include "fs/held_copies.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // The daemon threads' scheduling policy (see sched_policy.h).
-#include "fs/sched_policy.h"
+#include "fs/fuse/sched_policy.h"
 
 #include <pthread.h>
 #include <sched.h>

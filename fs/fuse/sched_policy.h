@@ -27,7 +27,7 @@
 
 #include <string>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

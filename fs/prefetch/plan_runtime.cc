@@ -1,5 +1,5 @@
 // PlanRuntime (see plan_runtime.h).
-#include "fs/plan_runtime.h"
+#include "fs/prefetch/plan_runtime.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 namespace {

@@ -49,8 +49,8 @@
 #include "cache/plan_policy.h"
 #include "cache/stager.h"
 #include "fs/open_observer.h"
-#include "fs/plan_tracker.h"
-#include "planner/status.h"
+#include "fs/prefetch/plan_tracker.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

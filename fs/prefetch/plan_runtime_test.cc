@@ -1,7 +1,7 @@
 // Tests of PlanRuntime's prefetch decisions, one pass at a time (RunPass, no thread): a real plan
 // tracker, manifest, content store and plan policy over a small dataset; a fake staging queue that
 // records what the prefetcher queues and withdraws, and a fake clock for the reader's pace.
-#include "fs/plan_runtime.h"
+#include "fs/prefetch/plan_runtime.h"
 
 #include <unistd.h>
 

@@ -1,10 +1,10 @@
 // PlanTracker (see plan_tracker.h).
-#include "fs/plan_tracker.h"
+#include "fs/prefetch/plan_tracker.h"
 
 #include <algorithm>
 
+#include "planner/base/log.h"
 #include "planner/file_tree.h"
-#include "planner/log.h"
 
 namespace clairfs {
 

@@ -39,10 +39,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/plan_policy.h"
+#include "planner/base/status.h"
 #include "planner/layout.h"
 #include "planner/plan.h"
 #include "planner/plan_schedule.h"
-#include "planner/status.h"
 
 namespace clairfs {
 

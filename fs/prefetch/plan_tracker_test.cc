@@ -1,6 +1,6 @@
 // Tests of PlanTracker: cursors under reordering, unplanned opens, mismatch detection within 2%
 // of an epoch, epoch rollover, next uses; and the memory of plan state at ImageNet scale.
-#include "fs/plan_tracker.h"
+#include "fs/prefetch/plan_tracker.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Logging: level filter, one write(2) per line, LogOnce keys.
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs {
 namespace {

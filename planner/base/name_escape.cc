@@ -1,5 +1,5 @@
 // Name escapes (see name_escape.h).
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 
 #include <cstdint>
 

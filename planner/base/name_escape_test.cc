@@ -1,4 +1,4 @@
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 
 #include <gtest/gtest.h>
 

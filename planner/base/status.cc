@@ -1,5 +1,5 @@
 // Status: the single place where errno values become text.
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 #include <cstring>
 

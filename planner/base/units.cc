@@ -1,5 +1,5 @@
 // Size and bandwidth parsing/formatting (see units.h for the accepted forms).
-#include "planner/units.h"
+#include "planner/base/units.h"
 
 #include <cctype>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "planner/units.h"
+#include "planner/base/units.h"
 
 #include <gtest/gtest.h>
 

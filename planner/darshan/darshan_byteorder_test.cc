@@ -9,10 +9,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "planner/darshan_compress.h"
-#include "planner/darshan_reader.h"
-#include "planner/darshan_test_support.h"
-#include "planner/darshan_text.h"
+#include "planner/darshan/darshan_compress.h"
+#include "planner/darshan/darshan_reader.h"
+#include "planner/darshan/darshan_test_support.h"
+#include "planner/darshan/darshan_text.h"
 #include "tests/test_util.h"
 
 namespace clairfs::darshan {

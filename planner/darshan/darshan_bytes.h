@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "planner/darshan_format.h"
+#include "planner/darshan/darshan_format.h"
 
 namespace clairfs::darshan {
 

@@ -1,6 +1,6 @@
 // Region (de)compression for Darshan logs: multi-stream zlib/bzip2 inflation with an output cap,
 // single-stream deflation (see darshan_compress.h).
-#include "planner/darshan_compress.h"
+#include "planner/darshan/darshan_compress.h"
 
 #include <bzlib.h>
 #include <zlib.h>

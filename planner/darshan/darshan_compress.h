@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "planner/darshan_format.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
+#include "planner/darshan/darshan_format.h"
 
 namespace clairfs::darshan {
 

@@ -1,5 +1,5 @@
 // Region compression: multi-stream inflation (one stream per MPI rank), truncation, caps.
-#include "planner/darshan_compress.h"
+#include "planner/darshan/darshan_compress.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Darshan format constants: module names, version strings, counter names (see darshan_format.h).
 // The counter names are the identifiers darshan-parser prints, in record order.
-#include "planner/darshan_format.h"
+#include "planner/darshan/darshan_format.h"
 
 namespace clairfs::darshan {
 

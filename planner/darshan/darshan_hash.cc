@@ -1,6 +1,6 @@
 // lookup8 record ids and Darshan's path cleaning (see darshan_hash.h). The hash is Bob Jenkins'
 // public-domain 64-bit hash (1997), written here from its published description.
-#include "planner/darshan_hash.h"
+#include "planner/darshan/darshan_hash.h"
 
 namespace clairfs::darshan {
 namespace {

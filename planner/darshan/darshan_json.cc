@@ -1,9 +1,9 @@
 // JSON form of a DarshanLog (see darshan_json.h).
-#include "planner/darshan_json.h"
+#include "planner/darshan/darshan_json.h"
 
 #include <cmath>
 
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs::darshan {
 namespace {

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/darshan_log.h"
+#include "planner/darshan/darshan_log.h"
 
 namespace clairfs::darshan {
 

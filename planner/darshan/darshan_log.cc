@@ -1,5 +1,5 @@
 // DarshanLog lookups: modules, names, mount points, run time (see darshan_log.h).
-#include "planner/darshan_log.h"
+#include "planner/darshan/darshan_log.h"
 
 namespace clairfs::darshan {
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/darshan_format.h"
+#include "planner/darshan/darshan_format.h"
 
 namespace clairfs::darshan {
 

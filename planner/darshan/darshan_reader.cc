@@ -1,5 +1,5 @@
 // Darshan log reader: header, job region, name map, modules (see darshan_reader.h).
-#include "planner/darshan_reader.h"
+#include "planner/darshan/darshan_reader.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "planner/darshan_bytes.h"
-#include "planner/darshan_compress.h"
-#include "planner/darshan_records.h"
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
+#include "planner/darshan/darshan_bytes.h"
+#include "planner/darshan/darshan_compress.h"
+#include "planner/darshan/darshan_records.h"
 
 namespace clairfs::darshan {
 namespace {

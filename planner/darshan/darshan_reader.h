@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
-#include "planner/darshan_log.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
+#include "planner/darshan/darshan_log.h"
 
 namespace clairfs::darshan {
 

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <string_view>
 
-#include "planner/darshan_json.h"
-#include "planner/darshan_reader.h"
-#include "planner/darshan_text.h"
-#include "planner/darshan_writer.h"
+#include "planner/darshan/darshan_json.h"
+#include "planner/darshan/darshan_reader.h"
+#include "planner/darshan/darshan_text.h"
+#include "planner/darshan/darshan_writer.h"
 
 namespace {
 

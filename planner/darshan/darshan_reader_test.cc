@@ -1,19 +1,19 @@
 // Darshan reader: every shared log prints as darshan-parser printed it; ids are lookup8 hashes;
 // truncated, corrupted and hostile logs give errors naming the region, never crashes.
-#include "planner/darshan_reader.h"
+#include "planner/darshan/darshan_reader.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
-#include "planner/darshan_bytes.h"
-#include "planner/darshan_compress.h"
-#include "planner/darshan_hash.h"
-#include "planner/darshan_records.h"
-#include "planner/darshan_test_support.h"
-#include "planner/darshan_text.h"
-#include "planner/darshan_writer.h"
+#include "planner/darshan/darshan_bytes.h"
+#include "planner/darshan/darshan_compress.h"
+#include "planner/darshan/darshan_hash.h"
+#include "planner/darshan/darshan_records.h"
+#include "planner/darshan/darshan_test_support.h"
+#include "planner/darshan/darshan_text.h"
+#include "planner/darshan/darshan_writer.h"
 #include "tests/test_util.h"
 
 namespace clairfs::darshan {

@@ -1,9 +1,9 @@
 // Record decoding with version conversion, and record encoding (see darshan_records.h).
-#include "planner/darshan_records.h"
+#include "planner/darshan/darshan_records.h"
 
 #include <array>
 
-#include "planner/darshan_bytes.h"
+#include "planner/darshan/darshan_bytes.h"
 
 namespace clairfs::darshan {
 namespace {

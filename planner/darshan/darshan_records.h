@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/darshan_format.h"
-#include "planner/darshan_log.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
+#include "planner/darshan/darshan_format.h"
+#include "planner/darshan/darshan_log.h"
 
 namespace clairfs::darshan {
 

@@ -1,5 +1,5 @@
 // darshan-parser-compatible text and JSON for a DarshanLog (see darshan_text.h).
-#include "planner/darshan_text.h"
+#include "planner/darshan/darshan_text.h"
 
 #include <cinttypes>
 #include <cstdarg>

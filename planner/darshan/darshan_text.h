@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "planner/darshan_log.h"
+#include "planner/darshan/darshan_log.h"
 
 namespace clairfs::darshan {
 

@@ -1,5 +1,5 @@
 // Darshan 3.41 log writer and the named-counter log builder (see darshan_writer.h).
-#include "planner/darshan_writer.h"
+#include "planner/darshan/darshan_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,11 +9,11 @@
 #include <set>
 #include <unordered_map>
 
-#include "planner/darshan_bytes.h"
-#include "planner/darshan_compress.h"
-#include "planner/darshan_hash.h"
-#include "planner/darshan_records.h"
-#include "planner/name_escape.h"
+#include "planner/base/name_escape.h"
+#include "planner/darshan/darshan_bytes.h"
+#include "planner/darshan/darshan_compress.h"
+#include "planner/darshan/darshan_hash.h"
+#include "planner/darshan/darshan_records.h"
 
 namespace clairfs::darshan {
 namespace {

@@ -31,8 +31,8 @@
 #include <utility>
 #include <vector>
 
-#include "planner/darshan_log.h"
-#include "planner/status.h"
+#include "planner/base/status.h"
+#include "planner/darshan/darshan_log.h"
 
 namespace clairfs::darshan {
 

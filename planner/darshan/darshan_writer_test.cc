@@ -1,16 +1,16 @@
 // Darshan writer: every shared log re-encoded by clairfs prints the original's darshan-parser
 // record lines and keeps every module it does not decode byte for byte; both compressions;
 // big-endian logs; DXT versions; logs built from named counters.
-#include "planner/darshan_writer.h"
+#include "planner/darshan/darshan_writer.h"
 
 #include <gtest/gtest.h>
 
-#include "planner/darshan_bytes.h"
-#include "planner/darshan_hash.h"
-#include "planner/darshan_reader.h"
-#include "planner/darshan_records.h"
-#include "planner/darshan_test_support.h"
-#include "planner/darshan_text.h"
+#include "planner/darshan/darshan_bytes.h"
+#include "planner/darshan/darshan_hash.h"
+#include "planner/darshan/darshan_reader.h"
+#include "planner/darshan/darshan_records.h"
+#include "planner/darshan/darshan_test_support.h"
+#include "planner/darshan/darshan_text.h"
 #include "tests/test_util.h"
 
 namespace clairfs::darshan {

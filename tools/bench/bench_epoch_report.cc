@@ -1,13 +1,13 @@
 // Reporting for `clairfs bench epoch` (see bench_epoch_report.h).
-#include "tools/bench_epoch_report.h"
+#include "tools/bench/bench_epoch_report.h"
 
 #include <cstdio>
 #include <fstream>
 #include <vector>
 
-#include "planner/units.h"
-#include "tools/bench_support.h"
-#include "tools/subprocess.h"
+#include "planner/base/units.h"
+#include "tools/bench/bench_support.h"
+#include "tools/cli/subprocess.h"
 
 namespace clairfs {
 namespace {

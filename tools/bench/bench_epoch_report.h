@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // Mounts driven by tools (see bench_mounts.h).
-#include "tools/bench_mounts.h"
+#include "tools/bench/bench_mounts.h"
 
 #include <signal.h>
 
@@ -9,10 +9,10 @@
 #include <sstream>
 #include <thread>
 
-#include "fs/daemon.h"
-#include "tools/control_client.h"
-#include "tools/interrupt_cleanup.h"
-#include "tools/subprocess.h"
+#include "fs/daemon/daemon.h"
+#include "tools/cli/control_client.h"
+#include "tools/cli/interrupt_cleanup.h"
+#include "tools/cli/subprocess.h"
 
 namespace clairfs {
 

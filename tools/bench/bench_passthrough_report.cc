@@ -1,10 +1,10 @@
 // The table of `clairfs bench passthrough` (see bench_passthrough_report.h).
-#include "tools/bench_passthrough_report.h"
+#include "tools/bench/bench_passthrough_report.h"
 
 #include <cstdio>
 #include <string>
 
-#include "planner/units.h"
+#include "planner/base/units.h"
 
 namespace clairfs::cli {
 namespace {

@@ -1,5 +1,5 @@
 // Helpers shared by the bench instruments (see bench_support.h).
-#include "tools/bench_support.h"
+#include "tools/bench/bench_support.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tools/interrupt_cleanup.h"
+#include "tools/cli/interrupt_cleanup.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // Unit tests of the benches' shared argument parsing (bench_support.h).
-#include "tools/bench_support.h"
+#include "tools/bench/bench_support.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,9 @@
 // `clairfs bench`: the parent of the benchmark instruments (see cmd_bench.h for how to add one).
-#include "tools/cmd_bench.h"
+#include "tools/bench/cmd_bench.h"
 
 #include <cstdio>
 
-#include "tools/cli.h"
-#include "tools/commands.h"
+#include "tools/cli/cli.h"
 
 namespace clairfs::cli {
 

@@ -1,7 +1,8 @@
 // The `clairfs bench` family: instruments that measure clairfs side by side with alternatives.
 //
-// RegisterBench (commands.h) creates the `bench` parent and calls one Register function per
-// child below; each child lives in its own tools/cmd_bench_*.cc file. To add a child (epoch,
+// RegisterBench creates the `bench` parent and calls one Register function per child below; each
+// child lives in its own tools/bench/cmd_bench_*.cc file. RegisterBench and RegisterPfsEmu are the
+// two entries the bench library gives the command table (tools/commands.cc). To add a child (epoch,
 // smallfile, bigfile, stage, heat), declare its Register function here and call it from
 // cmd_bench.cc.
 #pragma once
@@ -9,9 +10,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs::cli {
+
+// `clairfs bench ...` (cmd_bench.cc) and `clairfs pfs-emu` (cmd_pfs_emu.cc).
+void RegisterBench(CLI::App& app);
+void RegisterPfsEmu(CLI::App& app);
 
 // `clairfs bench make-dataset`: writes a deterministic, verifiable synthetic dataset.
 void RegisterBenchMakeDataset(CLI::App& bench);

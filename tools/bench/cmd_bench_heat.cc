@@ -32,16 +32,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/content_store.h"
+#include "planner/base/units.h"
 #include "planner/synthetic_dataset.h"
-#include "planner/units.h"
-#include "tools/bench_mounts.h"
-#include "tools/bench_support.h"
-#include "tools/cli.h"
-#include "tools/cmd_bench.h"
-#include "tools/control_client.h"
-#include "tools/dataset_writer.h"
-#include "tools/read_workload.h"
-#include "tools/subprocess.h"
+#include "tools/bench/bench_mounts.h"
+#include "tools/bench/bench_support.h"
+#include "tools/bench/cmd_bench.h"
+#include "tools/bench/dataset_writer.h"
+#include "tools/bench/read_workload.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/control_client.h"
+#include "tools/cli/subprocess.h"
 
 namespace clairfs::cli {
 namespace {

@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/base/units.h"
 #include "planner/synthetic_dataset.h"
-#include "planner/units.h"
-#include "tools/cli.h"
-#include "tools/cmd_bench.h"
-#include "tools/dataset_writer.h"
-#include "tools/progress_meter.h"
+#include "tools/bench/cmd_bench.h"
+#include "tools/bench/dataset_writer.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/progress_meter.h"
 
 namespace clairfs::cli {
 namespace {

@@ -20,12 +20,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/units.h"
-#include "tools/bench_mounts.h"
-#include "tools/bench_support.h"
-#include "tools/cli.h"
-#include "tools/cmd_bench.h"
-#include "tools/subprocess.h"
+#include "planner/base/units.h"
+#include "tools/bench/bench_mounts.h"
+#include "tools/bench/bench_support.h"
+#include "tools/bench/cmd_bench.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/subprocess.h"
 
 namespace clairfs::cli {
 namespace {

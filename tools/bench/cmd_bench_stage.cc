@@ -41,15 +41,15 @@
 #include "cache/index_db.h"
 #include "cache/manifest.h"
 #include "cache/stager.h"
+#include "planner/base/units.h"
 #include "planner/synthetic_content.h"
 #include "planner/synthetic_dataset.h"
-#include "planner/units.h"
-#include "tools/bench_mounts.h"
-#include "tools/bench_support.h"
-#include "tools/cli.h"
-#include "tools/cmd_bench.h"
-#include "tools/dataset_writer.h"
-#include "tools/subprocess.h"
+#include "tools/bench/bench_mounts.h"
+#include "tools/bench/bench_support.h"
+#include "tools/bench/cmd_bench.h"
+#include "tools/bench/dataset_writer.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/subprocess.h"
 
 namespace clairfs::cli {
 namespace {

@@ -15,11 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/units.h"
-#include "tools/cli.h"
-#include "tools/cmd_bench.h"
-#include "tools/progress_meter.h"
-#include "tools/read_workload.h"
+#include "planner/base/units.h"
+#include "tools/bench/cmd_bench.h"
+#include "tools/bench/read_workload.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/progress_meter.h"
 
 namespace clairfs::cli {
 namespace {

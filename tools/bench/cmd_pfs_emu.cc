@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "planner/units.h"
-#include "tools/cli.h"
-#include "tools/commands.h"
-#include "tools/pfs_emu_daemon.h"
-#include "tools/pfs_emu_options.h"
+#include "planner/base/units.h"
+#include "tools/bench/cmd_bench.h"
+#include "tools/bench/pfs_emu_daemon.h"
+#include "tools/bench/pfs_emu_options.h"
+#include "tools/cli/cli.h"
 
 namespace clairfs::cli {
 namespace {

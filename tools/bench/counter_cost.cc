@@ -1,5 +1,5 @@
 // The read-path accounting, timed in process (see counter_cost.h).
-#include "tools/counter_cost.h"
+#include "tools/bench/counter_cost.h"
 
 #include <time.h>
 

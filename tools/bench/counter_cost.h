@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // DatasetWriter: scan the target, remove stale files, keep good ones, write the rest.
-#include "tools/dataset_writer.h"
+#include "tools/bench/dataset_writer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 // Tests of WriteSyntheticDataset on real temporary directories.
-#include "tools/dataset_writer.h"
+#include "tools/bench/dataset_writer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // DeferredReplies: a min-heap of due callbacks served by one timer thread.
-#include "tools/deferred_replies.h"
+#include "tools/bench/deferred_replies.h"
 
 #include <time.h>
 

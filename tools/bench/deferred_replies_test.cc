@@ -1,5 +1,5 @@
 // Tests of DeferredReplies: ordering, overlap, inline zero delay and flush on Stop().
-#include "tools/deferred_replies.h"
+#include "tools/bench/deferred_replies.h"
 
 #include <gtest/gtest.h>
 

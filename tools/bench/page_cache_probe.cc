@@ -1,5 +1,5 @@
 // Page-cache probes (see page_cache_probe.h).
-#include "tools/page_cache_probe.h"
+#include "tools/bench/page_cache_probe.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

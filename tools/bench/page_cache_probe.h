@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs {
 

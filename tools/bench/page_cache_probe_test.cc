@@ -1,6 +1,6 @@
 // Page-cache probes: a file just read is resident, a dropped clean file is not, and errors name
 // the file.
-#include "tools/page_cache_probe.h"
+#include "tools/bench/page_cache_probe.h"
 
 #include <fcntl.h>
 #include <sys/vfs.h>

@@ -1,5 +1,5 @@
 // The PFS emulator's process lifecycle (see pfs_emu_daemon.h).
-#include "tools/pfs_emu_daemon.h"
+#include "tools/bench/pfs_emu_daemon.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "planner/log.h"
-#include "tools/pfs_emu_fs.h"
+#include "planner/base/log.h"
+#include "tools/bench/pfs_emu_fs.h"
 
 namespace clairfs {
 namespace {

@@ -13,7 +13,7 @@
 // Thread-safety: call once per process, from the main thread, before any thread is created.
 #pragma once
 
-#include "tools/pfs_emu_options.h"
+#include "tools/bench/pfs_emu_options.h"
 
 namespace clairfs {
 

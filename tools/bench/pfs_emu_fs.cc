@@ -3,7 +3,7 @@
 // Every callback follows one shape: find the inode, do the real operation on the backing store
 // now, then Reply*() with the delay that operation is charged. A reply whose delay is zero is
 // sent inline by DeferredReplies.
-#include "tools/pfs_emu_fs.h"
+#include "tools/bench/pfs_emu_fs.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "planner/log.h"
+#include "planner/base/log.h"
 
 namespace clairfs {
 namespace {

@@ -29,11 +29,11 @@
 #include <memory>
 #include <string>
 
-#include "planner/status.h"
-#include "tools/deferred_replies.h"
-#include "tools/pfs_emu_inodes.h"
-#include "tools/pfs_emu_options.h"
-#include "tools/token_bucket.h"
+#include "planner/base/status.h"
+#include "tools/bench/deferred_replies.h"
+#include "tools/bench/pfs_emu_inodes.h"
+#include "tools/bench/pfs_emu_options.h"
+#include "tools/bench/token_bucket.h"
 
 namespace clairfs {
 

@@ -1,5 +1,5 @@
 // PfsEmuInodes: lookup counting and forget (see pfs_emu_inodes.h).
-#include "tools/pfs_emu_inodes.h"
+#include "tools/bench/pfs_emu_inodes.h"
 
 namespace clairfs {
 

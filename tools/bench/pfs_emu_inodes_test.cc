@@ -1,5 +1,5 @@
 // Tests of the PFS emulator's inode table: lookup counting, forget, identity by (dev, ino).
-#include "tools/pfs_emu_inodes.h"
+#include "tools/bench/pfs_emu_inodes.h"
 
 #include <gtest/gtest.h>
 

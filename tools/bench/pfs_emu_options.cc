@@ -1,5 +1,5 @@
 // PfsEmuOptions parsers (see pfs_emu_options.h).
-#include "tools/pfs_emu_options.h"
+#include "tools/bench/pfs_emu_options.h"
 
 #include <fnmatch.h>
 

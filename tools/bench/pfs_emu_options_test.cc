@@ -1,5 +1,5 @@
 // Tests of the PFS emulator's option parsers and failure-rule matching.
-#include "tools/pfs_emu_options.h"
+#include "tools/bench/pfs_emu_options.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Read workloads (see read_workload.h).
-#include "tools/read_workload.h"
+#include "tools/bench/read_workload.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 #include "planner/synthetic_dataset.h"
 
 namespace clairfs {

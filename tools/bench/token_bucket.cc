@@ -1,5 +1,5 @@
 // TokenBucket: GCRA reservations (see token_bucket.h).
-#include "tools/token_bucket.h"
+#include "tools/bench/token_bucket.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Tests of TokenBucket reservations with a clock the test controls.
-#include "tools/token_bucket.h"
+#include "tools/bench/token_bucket.h"
 
 #include <gtest/gtest.h>
 

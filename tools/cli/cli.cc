@@ -1,13 +1,13 @@
 // Shared CLI plumbing: --log-level on every subcommand, exit codes, error printing.
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 
-#include "planner/log.h"
-#include "planner/name_escape.h"
-#include "planner/units.h"
+#include "planner/base/log.h"
+#include "planner/base/name_escape.h"
+#include "planner/base/units.h"
 
 namespace clairfs::cli {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "planner/status.h"
+#include "planner/base/status.h"
 
 namespace clairfs::cli {
 

@@ -1,6 +1,6 @@
 // ControlClient: socket discovery, the server's credentials, one request line out, one reply
 // line back (see control_client.h).
-#include "tools/control_client.h"
+#include "tools/cli/control_client.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "fs/control_socket_dir.h"
-#include "fs/mount_table.h"
-#include "planner/name_escape.h"
+#include "fs/control/control_socket_dir.h"
+#include "fs/fuse/mount_table.h"
+#include "planner/base/name_escape.h"
 
 namespace clairfs::cli {
 

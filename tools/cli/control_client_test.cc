@@ -1,5 +1,5 @@
 // ConnectTrusted: a socket served by another uid than the mount's owner is refused.
-#include "tools/control_client.h"
+#include "tools/cli/control_client.h"
 
 #include <signal.h>
 #include <sys/socket.h>

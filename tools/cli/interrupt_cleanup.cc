@@ -1,5 +1,5 @@
 // Interrupt cleanup (see interrupt_cleanup.h).
-#include "tools/interrupt_cleanup.h"
+#include "tools/cli/interrupt_cleanup.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "fs/daemon.h"
-#include "tools/subprocess.h"
+#include "fs/daemon/daemon.h"
+#include "tools/cli/subprocess.h"
 
 namespace clairfs {
 namespace {

@@ -1,12 +1,12 @@
 // ProgressMeter: throttled single-line progress on stderr (see progress_meter.h).
-#include "tools/progress_meter.h"
+#include "tools/cli/progress_meter.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 
-#include "planner/units.h"
+#include "planner/base/units.h"
 
 namespace clairfs::cli {
 

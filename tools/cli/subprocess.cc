@@ -1,5 +1,5 @@
 // Running a program and waiting for it (see subprocess.h).
-#include "tools/subprocess.h"
+#include "tools/cli/subprocess.h"
 
 #include <fcntl.h>
 #include <spawn.h>

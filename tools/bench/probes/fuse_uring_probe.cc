@@ -37,10 +37,10 @@
 #include <string>
 #include <vector>
 
-#include "planner/status.h"
-#include "tools/probes/probe_fs.h"
-#include "tools/probes/probe_mount.h"
-#include "tools/probes/probe_workload.h"
+#include "planner/base/status.h"
+#include "tools/bench/probes/probe_fs.h"
+#include "tools/bench/probes/probe_mount.h"
+#include "tools/bench/probes/probe_workload.h"
 
 namespace clairfs::probe {
 namespace {

@@ -1,5 +1,5 @@
 // ProbeFs: the probe's minimal read-only filesystem (see probe_fs.h).
-#include "tools/probes/probe_fs.h"
+#include "tools/bench/probes/probe_fs.h"
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "fs/fuse_uring_abi.h"
+#include "fs/fuse/fuse_uring_abi.h"
 
 namespace clairfs::probe {
 namespace {

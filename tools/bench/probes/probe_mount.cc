@@ -1,5 +1,5 @@
 // ProbeMount: mount, INIT, transport start and teardown (see probe_mount.h).
-#include "tools/probes/probe_mount.h"
+#include "tools/bench/probes/probe_mount.h"
 
 #include <fcntl.h>
 #include <sys/mount.h>

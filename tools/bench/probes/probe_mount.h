@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "planner/status.h"
-#include "tools/probes/probe_fs.h"
-#include "tools/probes/probe_transport.h"
+#include "planner/base/status.h"
+#include "tools/bench/probes/probe_fs.h"
+#include "tools/bench/probes/probe_transport.h"
 
 namespace clairfs::probe {
 

@@ -1,6 +1,6 @@
 // The probe's transports: INIT, the /dev/fuse loop and the io_uring queues (see
 // probe_transport.h).
-#include "tools/probes/probe_transport.h"
+#include "tools/bench/probes/probe_transport.h"
 
 #include <liburing.h>
 #include <pthread.h>
@@ -14,8 +14,8 @@
 #include <cstring>
 #include <memory>
 
-#include "fs/fuse_uring_abi.h"
-#include "fs/fuse_uring_sqe.h"
+#include "fs/fuse/fuse_uring_abi.h"
+#include "fs/fuse/fuse_uring_sqe.h"
 
 namespace clairfs::probe {
 namespace {

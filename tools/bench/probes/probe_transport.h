@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "planner/status.h"
-#include "tools/probes/probe_fs.h"
+#include "planner/base/status.h"
+#include "tools/bench/probes/probe_fs.h"
 
 namespace clairfs::probe {
 

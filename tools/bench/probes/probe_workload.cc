@@ -1,5 +1,5 @@
 // The probe's timed client workloads (see probe_workload.h).
-#include "tools/probes/probe_workload.h"
+#include "tools/bench/probes/probe_workload.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "tools/probes/probe_fs.h"
+#include "tools/bench/probes/probe_fs.h"
 
 namespace clairfs::probe {
 namespace {
