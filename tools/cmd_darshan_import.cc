@@ -30,7 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/cache_dir.h"
+#include "cache/cache_opener.h"
 #include "cache/heat_store.h"
 #include "cache/index_db.h"
 #include "cache/manifest.h"
@@ -253,26 +253,30 @@ Result<std::string> RealPath(const std::string& path, const std::string& what) {
 // import ops in-process. Everything it opened is closed when it returns.
 int ImportOffline(const ImportArgs& a, const std::string& backing, const std::string& cache) {
   Env* env = Env::Default();
-  auto dir = CacheDir::Acquire(cache, env);
-  if (!dir.ok()) {
-    if (dir.status().code() == EBUSY) {
-      return Failed(Status::Error(EBUSY, dir.status().message() +
+  auto tree = BackingTree::Open(backing, env);
+  if (!tree.ok()) return Failed(tree.status());
+  // Opened as the mount daemon opens it (cache/cache_opener.h), without the content store: an
+  // import touches only the manifest and the heat.
+  CacheOpenOptions open;
+  open.cache_dir = cache;
+  open.listing = ManifestListing::kRescan;
+  open.backing = *tree;
+  open.scan_threads = a.threads;
+  open.open_heat = true;
+  open.open_store = false;
+  auto opened = OpenCache(std::move(open), env);
+  if (!opened.ok()) {
+    if (opened.status().code() == EBUSY) {
+      return Failed(Status::Error(EBUSY, opened.status().message() +
                                              "; while it is mounted, import through the "
                                              "mountpoint: clairfs darshan import "
                                              "MOUNTPOINT LOG..."));
     }
-    return Failed(dir.status());
+    return Failed(opened.status());
   }
-  auto index = IndexDb::Open((*dir)->index_dir());
-  if (!index.ok()) return Failed(index.status());
-  auto manifest = std::make_unique<Manifest>(index->get());
-  Status scan = manifest->Rescan(backing, a.threads, env);
-  if (!scan.ok()) return Failed(scan);
-  auto heat = HeatStore::Open(index->get(), env);
-  if (!heat.ok()) return Failed(heat.status());
   // The heat ops in-process: never started, so no socket; the caller is the owner.
   ControlServer server("", getuid());
-  RegisterHeatHandlers(&server, HeatSources{manifest.get(), heat->get(), nullptr});
+  RegisterHeatHandlers(&server, HeatSources{opened->manifest.get(), opened->heat.get(), nullptr});
   PeerCredentials self{getpid(), getuid(), getgid()};
   CallFn call = [&](const nlohmann::json& request) -> Result<nlohmann::json> {
     nlohmann::json reply = nlohmann::json::parse(server.HandleLine(request.dump(), self));
@@ -280,9 +284,7 @@ int ImportOffline(const ImportArgs& a, const std::string& backing, const std::st
     return Status::Error(reply.value("errno", EIO), reply.value("error", std::string("error")));
   };
   int code = Report(Import(call, a.positional, a), a.json);
-  heat->reset();
-  manifest.reset();
-  Status flush = (*index)->Flush();
+  Status flush = opened->Close();
   if (!flush.ok()) return Failed(flush);
   return code;
 }

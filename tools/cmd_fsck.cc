@@ -27,6 +27,7 @@
 
 #include "cache/backing_tree.h"
 #include "cache/cache_dir.h"
+#include "cache/cache_opener.h"
 #include "cache/content_store.h"
 #include "cache/env.h"
 #include "cache/eviction_policy.h"
@@ -354,23 +355,22 @@ int RunFsck(FsckOptions o) {
     if (format.code() == EACCES) why += " (run fsck as the cache's owner or root)";
     return FailWith(o, Status::Error(format.code(), "--cache: " + why));
   }
-  auto dir = CacheDir::Acquire(o.cache, env);
-  if (!dir.ok()) return FailWith(o, dir.status());
-  auto index = IndexDb::Open((*dir)->index_dir());
-  if (!index.ok()) return FailWith(o, index.status());
-  // No capacity: fsck does not know the mount's --cache-size and must not evict for it.
-  auto store =
-      ContentStore::Open(dir->get(), index->get(), env, ContentStoreOptions{}, NewLruPolicy());
-  if (!store.ok()) return FailWith(o, store.status().WithContext("recovery"));
-  RecoveryReport recovery = (*store)->recovery();
+  // Opened as the mount daemon opens it (cache/cache_opener.h), with no manifest and no capacity:
+  // fsck does not know the mount's --capacity and must not evict for it.
+  CacheOpenOptions open;
+  open.cache_dir = o.cache;
+  auto opened = OpenCache(std::move(open), env);
+  if (!opened.ok()) return FailWith(o, opened.status().WithContext("recovery"));
+  ContentStore* store = opened->store.get();
+  RecoveryReport recovery = store->recovery();
 
   VerifyReport verify;
   if (o.verify) {
     bool progress = !o.json && StderrIsTerminal();
-    Status vst = Verify(store->get(), o.backing, progress, &verify);
+    Status vst = Verify(store, o.backing, progress, &verify);
     if (!vst.ok()) return FailWith(o, vst);
   }
-  ContentStoreStats after = (*store)->stats();
+  ContentStoreStats after = store->stats();
   bool consistent = verify.mismatched == 0 && verify.missing == 0 && verify.unreadable == 0;
   int code = consistent ? kExitOk : kExitFailed;
   const VerifyReport* v = o.verify ? &verify : nullptr;

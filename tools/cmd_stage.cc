@@ -26,11 +26,9 @@
 #include <optional>
 #include <thread>
 
-#include "cache/cache_dir.h"
+#include "cache/cache_opener.h"
 #include "cache/content_store.h"
 #include "cache/eviction_policy.h"
-#include "cache/index_db.h"
-#include "cache/manifest.h"
 #include "cache/stager.h"
 #include "fs/control/admin_handlers.h"
 #include "fs/control/control_server.h"
@@ -196,34 +194,29 @@ int RunOffline(const StageArgs& a, std::vector<std::string> paths) {
   std::string cache(real);
   free(real);
 
-  // Same objects, same order as the mount daemon (fs/daemon.cc StartDaemon).
-  auto dir = CacheDir::Acquire(cache, env);
-  if (!dir.ok()) return Fail("stage", dir.status());
-  auto index = IndexDb::Open((*dir)->index_dir());
-  if (!index.ok()) return Fail("stage", index.status());
-  auto manifest = std::make_unique<Manifest>(index->get());
-  Status scan = manifest->Rescan(backing, a.threads, env);
-  if (!scan.ok()) return Fail("stage", scan);
-  auto store = ContentStore::Open(dir->get(), index->get(), env, ContentStoreOptions{capacity, 0},
-                                  NewLruPolicy());
-  if (!store.ok()) return Fail("stage", store.status());
-  Manifest* m = manifest.get();
-  auto dropped = (*store)->DropStale([m](const std::string& path) {
-    std::optional<FileIdentity> id;
-    auto node = m->GetByPath(path);
-    if (node.ok() && node->has_value() && (*node)->attr.is_reg()) id = (*node)->attr.identity();
-    return id;
-  });
-  if (!dropped.ok()) return Fail("stage", dropped.status());
+  // Opened as the mount daemon opens it (cache/cache_opener.h).
+  auto tree = BackingTree::Open(backing, env);
+  if (!tree.ok()) return Fail("stage", tree.status());
+  CacheOpenOptions open;
+  open.cache_dir = cache;
+  open.listing = ManifestListing::kRescan;
+  open.backing = *tree;
+  open.scan_threads = a.threads;
+  open.store_options = ContentStoreOptions{capacity, 0};
+  auto opened = OpenCache(std::move(open), env);
+  if (!opened.ok()) return Fail("stage", opened.status());
+  Manifest* m = opened->manifest.get();
+  ContentStore* store = opened->store.get();
   StagerOptions stager_options;
   stager_options.backing_root = backing;
+  stager_options.backing = *tree;
   stager_options.threads = a.threads;
-  auto stager = std::make_unique<Stager>(stager_options, store->get(), env);
+  auto stager = std::make_unique<Stager>(stager_options, store, env);
 
   // The admin ops in-process: never started, so no socket; the caller is the owner.
   ControlServer server("", getuid());
-  RegisterAdminHandlers(&server, AdminSources{backing, m, store->get(), stager.get(), nullptr,
-                                              nullptr, getuid(), false});
+  RegisterAdminHandlers(
+      &server, AdminSources{backing, m, store, stager.get(), nullptr, nullptr, getuid(), false});
   PeerCredentials self{getpid(), getuid(), getgid()};
   CallFn call = [&](const nlohmann::json& request) -> Result<nlohmann::json> {
     nlohmann::json reply = nlohmann::json::parse(server.HandleLine(request.dump(), self));
@@ -235,9 +228,7 @@ int RunOffline(const StageArgs& a, std::vector<std::string> paths) {
   int code = StageAndWait(call, ToMountPaths(backing, backing, paths), waiting);
   stager->Shutdown();
   stager.reset();
-  store->reset();
-  manifest.reset();
-  Status flush = (*index)->Flush();
+  Status flush = opened->Close();
   if (!flush.ok()) return Fail("stage", flush);
   return code;
 }

@@ -27,6 +27,7 @@
 
 #include "cache/backing_tree.h"
 #include "cache/cache_dir.h"
+#include "cache/cache_opener.h"
 #include "cache/content_store.h"
 #include "cache/heat_policy.h"
 #include "cache/heat_store.h"
@@ -248,47 +249,51 @@ Status StartDaemon(Daemon* d) {
   auto backing = BackingTree::Open(d->paths.backing, env);
   if (!backing.ok()) return backing.status();
   d->backing = std::move(*backing);
-  auto index = IndexDb::Open(d->cache_dir->index_dir());
-  if (!index.ok()) return index.status();
-  d->index = std::move(*index);
-  d->manifest = std::make_unique<Manifest>(d->index.get());
+  // The cache as a unit (cache/cache_opener.h): index, manifest, heat, the store and its policy.
+  CacheOpenOptions open;
+  open.acquired = std::move(d->cache_dir);
+  open.listing = d->options.manifest == ManifestMode::kReuse ? ManifestListing::kReuse
+                                                             : ManifestListing::kRescan;
+  open.backing = d->backing;
+  open.backing_root = d->paths.backing;
+  open.scan_threads = d->options.scan_threads;
+  open.open_heat = true;
+  open.store_options = ContentStoreOptions{d->options.capacity, d->options.min_free};
+  // With a plan at mount the plan decides; otherwise heat does (plain LRU while the index holds
+  // no heat, or while a plan set later is active).
+  open.make_policy = [d](HeatStore* heat) -> std::unique_ptr<EvictionPolicy> {
+    if (!d->options.plan.empty()) {
+      auto plan_policy = std::make_unique<PlanPolicy>();
+      d->plan_policy = plan_policy.get();
+      return plan_policy;
+    }
+    auto heat_policy = std::make_unique<HeatPolicy>();
+    heat_policy->SetHeat(heat->snapshot());
+    d->heat_policy = heat_policy.get();
+    return heat_policy;
+  };
+  auto opened = OpenCache(std::move(open), env);
+  if (!opened.ok()) return opened.status();
+  d->cache_dir = std::move(opened->dir);
+  d->index = std::move(opened->index);
+  d->manifest = std::move(opened->manifest);
+  d->heat = std::move(opened->heat);
+  d->store = std::move(opened->store);
+  const ManifestSummary& s = d->manifest->summary();
   if (d->options.manifest == ManifestMode::kReuse) {
-    CLAIRFS_RETURN_IF_ERROR(d->manifest->UseStored(d->paths.backing));
     Log(LogLevel::kInfo, "reusing the stored manifest of %s: %llu files, %s (not re-listed)",
-        d->paths.backing.c_str(), static_cast<unsigned long long>(d->manifest->summary().files),
-        FormatBytes(d->manifest->summary().bytes).c_str());
+        d->paths.backing.c_str(), static_cast<unsigned long long>(s.files),
+        FormatBytes(s.bytes).c_str());
   } else {
-    CLAIRFS_RETURN_IF_ERROR(d->manifest->Rescan(*d->backing, d->options.scan_threads));
-    const ManifestSummary& s = d->manifest->summary();
     Log(LogLevel::kInfo, "listed %s: %llu files (%s), %llu directories in %.2f s",
         d->paths.backing.c_str(), static_cast<unsigned long long>(s.files),
         FormatBytes(s.bytes).c_str(), static_cast<unsigned long long>(s.dirs), s.scan_seconds);
   }
-  auto heat = HeatStore::Open(d->index.get(), env);
-  if (!heat.ok()) return heat.status();
-  d->heat = std::move(*heat);
-  ContentStoreOptions store_options{d->options.capacity, d->options.min_free};
-  // With a plan at mount the plan decides; otherwise heat does (plain LRU while the index holds
-  // no heat, or while a plan set later is active).
-  std::unique_ptr<EvictionPolicy> policy;
-  if (!d->options.plan.empty()) {
-    auto plan_policy = std::make_unique<PlanPolicy>();
-    d->plan_policy = plan_policy.get();
-    policy = std::move(plan_policy);
-  } else {
-    auto heat_policy = std::make_unique<HeatPolicy>();
-    heat_policy->SetHeat(d->heat->snapshot());
-    d->heat_policy = heat_policy.get();
-    policy = std::move(heat_policy);
-  }
   const HeatSummary heat_summary = d->heat->summary();
-  Log(LogLevel::kInfo, "eviction: %s (%llu files with heat from %llu logs)", policy->name(),
+  Log(LogLevel::kInfo, "eviction: %s (%llu files with heat from %llu logs)",
+      d->plan_policy != nullptr ? d->plan_policy->name() : d->heat_policy->name(),
       static_cast<unsigned long long>(heat_summary.files_hot),
       static_cast<unsigned long long>(heat_summary.logs));
-  auto store =
-      ContentStore::Open(d->cache_dir.get(), d->index.get(), env, store_options, std::move(policy));
-  if (!store.ok()) return store.status();
-  d->store = std::move(*store);
   const RecoveryReport& r = d->store->recovery();
   Log(LogLevel::kInfo,
       "cache %s: %llu staged copies (%s); recovery discarded %llu temp copies, %llu entries "
@@ -297,22 +302,11 @@ Status StartDaemon(Daemon* d) {
       FormatBytes(r.bytes).c_str(), static_cast<unsigned long long>(r.temp_removed),
       static_cast<unsigned long long>(r.entries_dropped),
       static_cast<unsigned long long>(r.orphans_removed));
-  // A staged copy is valid only for the backing file it was copied from. (With --manifest reuse
-  // nothing was listed: the stored listing is taken as the truth, and nothing is found changed.)
-  uint64_t stale_at_mount = 0;
-  Manifest* manifest = d->manifest.get();
-  auto dropped = d->store->DropStale([manifest](const std::string& path) {
-    std::optional<FileIdentity> id;
-    auto node = manifest->GetByPath(path);
-    if (node.ok() && node->has_value() && (*node)->attr.is_reg()) id = (*node)->attr.identity();
-    return id;
-  });
-  if (!dropped.ok()) return dropped.status();
-  stale_at_mount = *dropped;
-  if (*dropped > 0) {
+  const uint64_t stale_at_mount = opened->stale_dropped;
+  if (stale_at_mount > 0) {
     Log(LogLevel::kInfo,
         "dropped %llu staged copies whose backing file changed or is gone since they were staged",
-        static_cast<unsigned long long>(*dropped));
+        static_cast<unsigned long long>(stale_at_mount));
   }
   StagerOptions stager_options;
   stager_options.backing_root = d->paths.backing;

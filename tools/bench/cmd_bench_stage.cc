@@ -36,7 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/cache_dir.h"
+#include "cache/cache_opener.h"
 #include "cache/content_store.h"
 #include "cache/index_db.h"
 #include "cache/manifest.h"
@@ -143,13 +143,11 @@ Result<Verified> VerifyCopies(ContentStore* store, Env* env,
 // staged into it has exited, and verifies every copy.
 Result<Verified> VerifyCache(const std::string& cache, const std::vector<SyntheticFile>& files) {
   Env* env = Env::Default();
-  auto dir = CacheDir::Acquire(cache, env);
-  if (!dir.ok()) return dir.status();
-  auto index = IndexDb::Open((*dir)->index_dir());
-  if (!index.ok()) return index.status();
-  auto store = ContentStore::Open(dir->get(), index->get(), env, {}, NewLruPolicy());
-  if (!store.ok()) return store.status();
-  return VerifyCopies(store->get(), env, files);
+  CacheOpenOptions open;
+  open.cache_dir = cache;
+  auto opened = OpenCache(std::move(open), env);
+  if (!opened.ok()) return opened.status();
+  return VerifyCopies(opened->store.get(), env, files);
 }
 
 struct EngineRun {
@@ -169,21 +167,24 @@ Result<EngineRun> RunEngine(const std::string& source, const std::string& cache,
   Env* env = Env::Default();
   EngineRun run;
   auto start = std::chrono::steady_clock::now();
-  auto dir = CacheDir::Acquire(cache, env);
-  if (!dir.ok()) return dir.status();
-  auto index = IndexDb::Open((*dir)->index_dir());
-  if (!index.ok()) return index.status();
-  Manifest manifest(index->get());
-  CLAIRFS_RETURN_IF_ERROR(manifest.Rescan(source, 8, env));
-  auto store = ContentStore::Open(dir->get(), index->get(), env, {}, NewLruPolicy());
-  if (!store.ok()) return store.status();
+  auto tree = BackingTree::Open(source, env);
+  if (!tree.ok()) return tree.status();
+  CacheOpenOptions open;
+  open.cache_dir = cache;
+  open.listing = ManifestListing::kRescan;
+  open.backing = *tree;
+  auto opened = OpenCache(std::move(open), env);
+  if (!opened.ok()) return opened.status();
+  const Manifest& manifest = *opened->manifest;
+  ContentStore* store = opened->store.get();
   StagerOptions options;
   options.backing_root = source;
+  options.backing = *tree;
   options.threads = threads;
   options.chunk_size = 256 * 1024;
   options.engine = engine;
   {
-    Stager stager(options, store->get(), env);
+    Stager stager(options, store, env);
     Status listed = manifest.ForEachFile([&](const std::string& path, const NodeAttr& attr) {
       stager.Enqueue(path, attr.identity(), StagePriority::kNormal);
       return true;
@@ -196,7 +197,7 @@ Result<EngineRun> RunEngine(const std::string& source, const std::string& cache,
     run.peak_buffers = stats.peak_buffers_in_use;
     run.uring = stats.uring;
   }
-  auto verified = VerifyCopies(store->get(), env, files);
+  auto verified = VerifyCopies(store, env, files);
   if (!verified.ok()) return verified.status();
   run.verified_files = verified->files;
   run.verified_bytes = verified->bytes;
