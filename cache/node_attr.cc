@@ -94,11 +94,6 @@ std::string BigEndian64(uint64_t v) {
   for (int i = 0; i < 8; ++i) out[7 - i] = static_cast<char>(v >> (8 * i));
   return out;
 }
-uint64_t FromBigEndian64(std::string_view bytes) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < 8 && i < bytes.size(); ++i) v = (v << 8) | static_cast<uint8_t>(bytes[i]);
-  return v;
-}
 
 std::string EncodeNodeAttr(const NodeAttr& a) {
   std::string out;

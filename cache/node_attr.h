@@ -66,6 +66,5 @@ void PutFixed32(std::string* out, uint32_t v);
 uint64_t GetFixed64(const char* p);
 uint32_t GetFixed32(const char* p);
 std::string BigEndian64(uint64_t v);
-uint64_t FromBigEndian64(std::string_view bytes);
 
 }  // namespace clairfs

@@ -1,5 +1,6 @@
 // Heat merging, prefix detection and ranking over Darshan logs (see heat.h).
 #include "planner/heat.h"
+#include "planner/base/fnv1a.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -263,7 +264,7 @@ Result<HeatTable> LoadHeat(const std::vector<std::string>& inputs, const HeatOpt
 Result<std::string> HeatLogId(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, EscapeName(path));
-  uint64_t hash = 0xcbf29ce484222325ULL;
+  uint64_t hash = kFnv1a64Basis;
   uint64_t size = 0;
   char buf[1 << 16];
   for (;;) {
@@ -275,10 +276,7 @@ Result<std::string> HeatLogId(const std::string& path) {
       return st;
     }
     if (n == 0) break;
-    for (ssize_t i = 0; i < n; ++i) {
-      hash ^= static_cast<unsigned char>(buf[i]);
-      hash *= 0x100000001b3ULL;
-    }
+    hash = Fnv1a64(std::string_view(buf, static_cast<size_t>(n)), hash);
     size += static_cast<uint64_t>(n);
   }
   close(fd);

@@ -40,7 +40,6 @@ class Plan {
   static Result<std::unique_ptr<Plan>> CreateFromList(const PlanSpec& spec, FileTree* tree);
 
   const PlanSpec& spec() const { return spec_; }
-  bool is_list() const { return list_ != nullptr; }
   // For list plans, the plan's own index -> path table; nullptr for sampler plans.
   const std::vector<std::string>* list_paths() const { return list_ ? &list_->paths() : nullptr; }
   uint32_t world() const { return world_; }

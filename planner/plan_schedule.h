@@ -11,8 +11,9 @@
 // Memory per loaded epoch: 4 * (N + 1) + 4 * uses bytes, plus the shared EpochOrder (4 bytes per
 // sample); two epochs are loaded at a time (the current and the next).
 //
-// Thread-safety: not thread-safe; the owner (PlanState) locks. BuildEpoch is a pure function
-// meant to run without that lock. Errors: Status values from the Plan (EINVAL epoch/rank).
+// Thread-safety: not thread-safe; the owner (fs/prefetch PlanTracker) locks. BuildEpochUses is a
+// pure function meant to run without that lock. Errors: Status values from the Plan (EINVAL
+// epoch/rank).
 #pragma once
 
 #include <cstdint>
@@ -61,8 +62,6 @@ class PlanSchedule {
   uint64_t TimeOf(bool next, uint64_t position) const {
     return (next ? next_base_ : current_base_) + position;
   }
-  uint64_t current_base() const { return current_base_; }
-  uint64_t next_base() const { return next_base_; }
   // The earliest use of `file` at or after time `from` in the loaded epochs, else kNoPlannedUse.
   uint64_t NextUse(uint32_t file, uint64_t from) const;
   // Moves to the next epoch: `next` becomes current and `after` (may be null) the next.

@@ -69,6 +69,8 @@ class FuseTransportState {
  private:
   std::atomic<uint64_t> ring_requests_{0};
   std::atomic<uint64_t> ring_unanswered_{0};
+  // Guards the four fields below (written once at INIT or at fallback, read by status); the
+  // counters above are atomics outside it.
   mutable std::mutex mu_;
   bool uring_ = false;
   std::string reason_ = "not negotiated yet";

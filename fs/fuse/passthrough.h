@@ -71,6 +71,7 @@ class PassthroughState {
 
  private:
   std::atomic<uint64_t> held_copies_{0};
+  // Guards on_ and reason_ (set at INIT and when passthrough is turned off, read by status).
   mutable std::mutex mu_;
   bool on_ = false;
   std::string reason_ = "not negotiated yet";
@@ -149,6 +150,10 @@ class KernelPassthrough final : public HeldCopies {
     std::list<uint64_t>::iterator idle_pos;  // valid while opens == 0
   };
   struct Shard {
+    // Guards everything in this shard (inodes, by_data_path, idle; `released` waits on it). One
+    // shard's lock at a time: no path holds two, so there is no lock order. Never held across a
+    // reply to the kernel. The BACKING_OPEN of an inode's first open runs under it (so that all
+    // opens of the inode agree on one id); backing ids are closed after it is released.
     std::mutex mu;
     std::unordered_map<uint64_t, InodeEntry> inodes;
     std::unordered_map<std::string, uint64_t> by_data_path;  // registered copies -> inode
