@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -41,6 +42,7 @@
 #include "fs/control/metrics_writer.h"
 #include "fs/control/plan_handlers.h"
 #include "fs/control/status_report.h"
+#include "fs/daemon/open_file_limit.h"
 #include "fs/daemon/stop_signals.h"
 #include "fs/filesystem.h"
 #include "fs/fuse/fuse_adapter.h"
@@ -246,6 +248,18 @@ StatusSources StatusSourcesOf(Daemon* d) {
 
 Status StartDaemon(Daemon* d) {
   Env* env = Env::Default();
+  // An fd per open file, held copy and copy in flight: the default 1024 would be our bound.
+  const OpenFileLimit fds = RaiseOpenFileLimit();
+  auto limit_text = [](uint64_t n) {
+    return n == static_cast<uint64_t>(RLIM_INFINITY) ? std::string("unlimited") : std::to_string(n);
+  };
+  if (!fds.error.empty()) {
+    Log(LogLevel::kWarn, "open files: the limit stays at %s (%s)", limit_text(fds.after).c_str(),
+        fds.error.c_str());
+  } else {
+    Log(LogLevel::kInfo, "open files: limit %s (was %s)", limit_text(fds.after).c_str(),
+        limit_text(fds.before).c_str());
+  }
   auto backing = BackingTree::Open(d->paths.backing, env);
   if (!backing.ok()) return backing.status();
   d->backing = std::move(*backing);

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "fs/daemon/open_file_limit.h"
 #include "planner/base/log.h"
 #include "tools/bench/pfs_emu_fs.h"
 
@@ -96,14 +97,6 @@ bool ReadUntilEof(int fd, std::string* out, int timeout_seconds) {
   }
 }
 
-void RaiseFdLimit() {
-  rlimit lim;
-  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &lim);
-  }
-}
-
 void RedirectStdioToDevNull() {
   int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd < 0) return;
@@ -123,7 +116,7 @@ int Serve(const PfsEmuOptions& options, int ready_fd) {
     }
     return 1;
   };
-  RaiseFdLimit();
+  (void)RaiseOpenFileLimit();
   auto fs = PfsEmuFs::Create(options);
   if (!fs.ok()) return report_error(fs.status().message());
 
