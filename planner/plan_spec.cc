@@ -321,4 +321,30 @@ Result<PlanSpec> ParsePlanSpec(std::string_view text) {
   return ParseKeyedSpec(text, out, body);
 }
 
+std::string CanonicalPlanSpec(const PlanSpec& spec, bool with_ranks) {
+  if (spec.kind == SamplerKind::kList) return "list:" + spec.list_file;
+  std::vector<std::string> items;
+  if (spec.kind != SamplerKind::kSequential) items.push_back("seed=" + spec.seed.text);
+  if (spec.kind == SamplerKind::kTorchDistributed) {
+    items.push_back("world=" + std::to_string(spec.world));
+    if (with_ranks && (spec.first_rank != 0 || spec.last_rank + 1 != spec.world)) {
+      items.push_back("ranks=" + std::to_string(spec.first_rank) + "-" +
+                      std::to_string(spec.last_rank));
+    }
+    if (spec.drop_last) items.push_back("drop_last=1");
+    if (!spec.shuffle) items.push_back("shuffle=0");
+  }
+  if (spec.kind == SamplerKind::kTorchRandom && spec.persistent_workers) {
+    items.push_back("persistent_workers=1");
+  }
+  if (spec.kind == SamplerKind::kNumpy && spec.reseed == NumpyReseed::kEpoch) {
+    items.push_back("reseed=epoch");
+  }
+  if (spec.end_epoch) items.push_back("epochs=" + std::to_string(*spec.end_epoch));
+  if (spec.start_epoch != 0) items.push_back("start_epoch=" + std::to_string(spec.start_epoch));
+  std::string out = SamplerKindName(spec.kind);
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? ":" : ",") + items[i];
+  return out;
+}
+
 }  // namespace clairfs

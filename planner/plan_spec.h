@@ -76,6 +76,12 @@ constexpr size_t kMaxSeedDigits = 10000;
 
 Result<PlanSpec> ParsePlanSpec(std::string_view text);
 
+// The spec written in one canonical way (keys in a fixed order, defaults left out, numbers in
+// decimal), so that two specs of the same plan compare equal as text. Without `with_ranks` a
+// torch-distributed spec leaves out its ranks= (the job's plan, which every node shares).
+// ParsePlanSpec of the result gives the same spec (with all ranks when they were left out).
+std::string CanonicalPlanSpec(const PlanSpec& spec, bool with_ranks = true);
+
 // Parses a decimal integer ("-12", "340282366920938463463374607431768211455"); no sign other than
 // a leading '-', no spaces, no hex. Errors name `what`.
 Result<SeedInteger> ParseSeedInteger(std::string_view text, std::string_view what);

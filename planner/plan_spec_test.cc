@@ -191,3 +191,36 @@ TEST(PlanSpec, GarbageNeverCrashes) {
 
 }  // namespace
 }  // namespace clairfs
+
+namespace clairfs {
+namespace {
+
+TEST(PlanSpecCanonical, EquivalentSpecsGiveOneTextThatParsesBack) {
+  auto a = ParsePlanSpec("torch-distributed:world=8,seed=42,ranks=2-3,shuffle=1,epochs=90");
+  auto b = ParsePlanSpec("torch-distributed:seed=42,epochs=90,world=8,ranks=2-3");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(CanonicalPlanSpec(*a), "torch-distributed:seed=42,world=8,ranks=2-3,epochs=90");
+  EXPECT_EQ(CanonicalPlanSpec(*a), CanonicalPlanSpec(*b));
+  EXPECT_EQ(CanonicalPlanSpec(*a, /*with_ranks=*/false),
+            "torch-distributed:seed=42,world=8,epochs=90");
+  for (const char* text :
+       {"torch-distributed:seed=-3,world=4,drop_last=1,shuffle=0,start_epoch=2,epochs=5",
+        "torch-random:seed=7,persistent_workers=1", "numpy:seed=1,reseed=epoch,epochs=3",
+        "numpy-rng:seed=123456789012345678901234567890", "sequential", "sequential:epochs=2",
+        "list:/tmp/x.list"}) {
+    auto spec = ParsePlanSpec(text);
+    ASSERT_TRUE(spec.ok()) << text;
+    const std::string canonical = CanonicalPlanSpec(*spec);
+    auto again = ParsePlanSpec(canonical);
+    ASSERT_TRUE(again.ok()) << canonical;
+    EXPECT_EQ(CanonicalPlanSpec(*again), canonical) << text;
+    EXPECT_EQ(again->kind, spec->kind);
+    EXPECT_EQ(again->world, spec->world);
+    EXPECT_EQ(again->end_epoch, spec->end_epoch);
+    EXPECT_EQ(again->start_epoch, spec->start_epoch);
+    EXPECT_EQ(again->seed.ToInt128(), spec->seed.ToInt128());
+  }
+}
+
+}  // namespace
+}  // namespace clairfs
