@@ -18,15 +18,6 @@ struct MountArgs {
   std::vector<std::string> o_lists;
 };
 
-// "list:FILE" with FILE made absolute against the current directory: the daemon reads it after
-// it has moved to "/", where a relative FILE would name another file. Other specs as given.
-std::string WithAbsoluteListFile(const std::string& spec) {
-  if (spec.rfind("list:", 0) != 0 || spec.size() <= 5 || spec[5] == '/') return spec;
-  char cwd[PATH_MAX];
-  if (getcwd(cwd, sizeof(cwd)) == nullptr) return spec;  // then the daemon's error names it
-  return "list:" + std::string(cwd) + "/" + spec.substr(5);
-}
-
 }  // namespace
 
 void RegisterMount(CLI::App& app) {
@@ -103,6 +94,13 @@ void RegisterMount(CLI::App& app) {
          "--metrics-file", item("metrics_file"),
          "Prometheus text file of the status counters, rewritten every 5 s, removed at unmount")
       ->type_name("PATH");
+  cmd->add_option_function<std::string>(
+         "--peer-key", item("peer_key"),
+         "The site's peer key (default /etc/clairfs/peer.key, root-only): with it, staged copies "
+         "are sealed and a job's `clairfs peer` agent may attach; without it (or with 'none') "
+         "the peer tier is off. A key given here that cannot be used fails the mount "
+         "(docs/ADMIN.md, \"The peer key\")")
+      ->type_name("PATH|none");
   cmd->add_option_function<std::string>("--read-mode", item("read_mode"),
                                         "How staged bytes are sent to the kernel: pread "
                                         "(default) or splice")

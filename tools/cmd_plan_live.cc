@@ -2,13 +2,13 @@
 // `clairfs plan clear MOUNTPOINT`: change a running mount's access plan through its control
 // socket (ops plan_set / plan_clear, owner only).
 //
-// Exit codes: 0 done, 1 the mount could not be reached or failed, 2 bad arguments (including a
-// spec or layout the daemon rejects as invalid, reported with its reason).
+// The spec and layout are parsed once, by the daemon (a relative list:FILE is made the caller's
+// first). Exit codes: 0 done, 1 the mount could not be reached or failed, 2 bad arguments
+// (including a spec or layout the daemon rejects as invalid, reported with its reason).
 #include <cstdio>
 #include <memory>
 
 #include "planner/base/name_escape.h"
-#include "planner/plan_spec.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/control_client.h"
 
@@ -24,8 +24,6 @@ struct PlanSetArgs {
 };
 
 int RunPlanSet(const PlanSetArgs& a) {
-  auto spec = ParsePlanSpec(a.plan);
-  if (!spec.ok()) return UsageError("plan set", spec.status().message());
   auto layout_root = UnescapeName(a.layout_root);
   if (!layout_root.ok())
     return UsageError("plan set", "--layout-root " + layout_root.status().message());
@@ -36,8 +34,8 @@ int RunPlanSet(const PlanSetArgs& a) {
   auto client = ControlClient::Connect(a.mountpoint, 30 * 60 * 1000);
   if (!client.ok()) return Fail("plan set", client.status());
   nlohmann::json request = {{"op", "plan_set"},
-                            {"spec", a.plan},
-                            {"layout", a.layout},
+                            {"spec", WithAbsoluteListFile(a.plan)},
+                            {"layout", WithAbsoluteListFile(a.layout)},
                             {"layout_root", EscapeName(*layout_root)}};
   if (a.window > 0) request["window"] = a.window;
   auto reply = client->Call(request);

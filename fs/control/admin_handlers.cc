@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "cache/resolve_as.h"
 #include "fs/control/caller_scope.h"
 #include "planner/base/log.h"
 #include "planner/base/name_escape.h"
@@ -85,49 +86,6 @@ Result<std::vector<std::string>> PathsField(const json& request, const std::stri
   return out;
 }
 
-// How a dataset path appears in replies and messages: escaped, "." for the root.
-std::string Shown(const std::string& rel) { return rel.empty() ? "." : EscapeName(rel); }
-
-Result<ManifestNode> Resolve(const Manifest& manifest, const std::string& rel) {
-  auto node = manifest.GetByPath(rel);
-  if (!node.ok()) return node.status();
-  if (!node->has_value()) {
-    return Status::Error(ENOENT, Shown(rel) + ": no such file or directory in the dataset");
-  }
-  return **node;
-}
-
-// Resolves `rel` as the kernel would for `caller`: each directory on the way must grant search
-// before the name in it is looked up (so a name inside a directory the caller may not search is
-// EACCES whether it exists or not).
-Result<ManifestNode> ResolveAs(const Manifest& manifest, const std::string& rel,
-                               const Caller& caller) {
-  auto root = Resolve(manifest, "");
-  if (!root.ok()) return root.status();
-  ManifestNode node = std::move(*root);
-  size_t start = 0;
-  while (start < rel.size()) {
-    size_t end = rel.find('/', start);
-    if (end == std::string::npos) end = rel.size();
-    const std::string name = rel.substr(start, end - start);
-    if (!node.attr.is_dir()) {
-      return Status::Error(ENOTDIR, Shown(node.path) + ": not a directory");
-    }
-    if (!MayAccess(node.attr, caller, X_OK)) {
-      return Status::Error(EACCES, Shown(rel) + ": permission denied (no search permission on " +
-                                       Shown(node.path) + ")");
-    }
-    auto child = manifest.Lookup(node.attr.ino, name);
-    if (!child.ok()) return child.status();
-    if (!child->has_value()) {
-      return Status::Error(ENOENT, Shown(rel) + ": no such file or directory in the dataset");
-    }
-    node = ManifestNode{rel.substr(0, end), (*child)->attr};
-    start = end + 1;
-  }
-  return node;
-}
-
 // Calls fn for every regular file at or under `node` (depth first, names in byte order). Below
 // `node`, a directory is entered only if `descend` (when given) allows it.
 Status ForEachFileUnder(const Manifest& manifest, const ManifestNode& node,
@@ -171,7 +129,7 @@ Result<std::vector<FileRef>> ExpandFiles(const Manifest& manifest,
   std::vector<FileRef> files;
   std::unordered_set<std::string> seen;
   for (const std::string& rel : paths) {
-    auto node = Resolve(manifest, rel);
+    auto node = ResolvePath(manifest, rel);
     if (!node.ok()) return node.status();
     CLAIRFS_RETURN_IF_ERROR(
         ForEachFileUnder(manifest, *node, [&](const std::string& path, const NodeAttr& attr) {
@@ -236,10 +194,11 @@ class AdminHandlers {
     const std::string text = path_field ? path_field->get<std::string>() : std::string(".");
     auto rel = RequestPath(s_.mountpoint, text.empty() ? std::string(".") : text);
     if (!rel.ok()) return rel.status();
-    auto node = everything ? Resolve(*s_.manifest, *rel) : ResolveAs(*s_.manifest, *rel, caller);
+    auto node =
+        everything ? ResolvePath(*s_.manifest, *rel) : ResolveAs(*s_.manifest, *rel, caller);
     if (!node.ok()) return node.status();
     if (node->attr.is_dir() && !may_list(node->attr)) {
-      return Status::Error(EACCES, Shown(*rel) +
+      return Status::Error(EACCES, ShownPath(*rel) +
                                        ": permission denied (listing needs read and "
                                        "search permission on it)");
     }
@@ -266,7 +225,7 @@ class AdminHandlers {
         auto it = heat->find(path);
         if (it != heat->end()) heat_per_byte = it->second.heat_per_byte;
       }
-      entries.push_back({{"path", Shown(path)},
+      entries.push_back({{"path", ShownPath(path)},
                          {"type", TypeName(attr)},
                          {"size", attr.size},
                          {"staged", known ? json(staged) : json(nullptr)},
@@ -349,7 +308,7 @@ class AdminHandlers {
             } else {
               job->files_failed++;
               if (job->failed.size() < kMaxFailedReported) {
-                job->failed.push_back({{"path", Shown(outcome.path)},
+                job->failed.push_back({{"path", ShownPath(outcome.path)},
                                        {"errno", outcome.status.code()},
                                        {"error", SanitizeText(outcome.status.message())}});
               }
@@ -450,7 +409,7 @@ class AdminHandlers {
       } else if (st.code() == ENOENT) {
         ++not_staged;  // evicted meanwhile
       } else {
-        return st.WithContext("evicting " + Shown(path));
+        return st.WithContext("evicting " + ShownPath(path));
       }
     }
     Log(LogLevel::kInfo, "evict request: %llu evicted (%s), %llu pinned skipped",
@@ -514,7 +473,7 @@ class AdminHandlers {
     }
     if (!unstaged.empty()) {
       return Status::Error(
-          ENODATA, Shown(unstaged.front()) +
+          ENODATA, ShownPath(unstaged.front()) +
                        (unstaged.size() > 1
                             ? " and " + std::to_string(unstaged.size() - 1) + " more files are"
                             : " is") +
@@ -522,7 +481,7 @@ class AdminHandlers {
     }
     for (const std::string& path : to_pin) {
       Status st = s_.store->SetPinned(path, true);
-      if (!st.ok()) return st.WithContext("pinning " + Shown(path));
+      if (!st.ok()) return st.WithContext("pinning " + ShownPath(path));
     }
     (*reply)["pinned"] = to_pin.size();
     (*reply)["pinned_bytes_total"] = pinned_bytes + new_bytes;

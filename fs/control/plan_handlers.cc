@@ -20,7 +20,6 @@ void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
   server->AddHandler(
       "plan_set", ControlAccess::kOwner, {"spec", "layout", "layout_root", "window"},
       [runtime](const nlohmann::json& request, const PeerCredentials&, nlohmann::json* reply) {
-        PlanTrackerConfig config;
         auto spec = StringField(request, "spec", "");
         if (!spec.ok()) return spec.status();
         if (spec->empty()) return Status::Invalid("plan_set needs a spec");
@@ -30,9 +29,9 @@ void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
         if (!root_text.ok()) return root_text.status();
         auto root = UnescapeName(*root_text);  // a directory name of the dataset: escaped
         if (!root.ok()) return root.status();
-        config.spec = *spec;
-        config.layout = *layout;
-        config.layout_root = *root;
+        auto parsed = ParsePlanTrackerConfig(*spec, *layout, *root);
+        if (!parsed.ok()) return parsed.status();
+        PlanTrackerConfig config = std::move(*parsed);
         if (request.contains("window")) {
           if (!request["window"].is_number_unsigned() || request["window"].get<uint64_t>() == 0) {
             return Status::Invalid("window must be a positive integer");

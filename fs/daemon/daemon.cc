@@ -276,7 +276,7 @@ Status StartDaemon(Daemon* d) {
   // With a plan at mount the plan decides; otherwise heat does (plain LRU while the index holds
   // no heat, or while a plan set later is active).
   open.make_policy = [d](HeatStore* heat) -> std::unique_ptr<EvictionPolicy> {
-    if (!d->options.plan.empty()) {
+    if (d->options.plan_config) {
       auto plan_policy = std::make_unique<PlanPolicy>();
       d->plan_policy = plan_policy.get();
       return plan_policy;
@@ -352,13 +352,8 @@ Status StartDaemon(Daemon* d) {
     plan_deps.on_plan_active = [heat_policy](bool active) { heat_policy->SetEnabled(!active); };
   }
   d->plan = std::make_unique<PlanRuntime>(plan_deps);
-  if (!d->options.plan.empty()) {
-    PlanTrackerConfig plan_config;
-    plan_config.spec = d->options.plan;
-    plan_config.layout = d->options.plan_layout;
-    plan_config.layout_root = d->options.plan_layout_root;
-    plan_config.window = d->options.plan_window;
-    CLAIRFS_RETURN_IF_ERROR(d->plan->Set(plan_config).WithContext("--plan"));
+  if (d->options.plan_config) {
+    CLAIRFS_RETURN_IF_ERROR(d->plan->Set(*d->options.plan_config).WithContext("--plan"));
   }
   d->fs->set_open_observer(d->plan.get());
   d->plan->Start();
@@ -367,11 +362,10 @@ Status StartDaemon(Daemon* d) {
   // ring threads the adapter's Mount starts and libfuse's workers (Loop), i.e. those that serve
   // requests. The staging, plan and index threads, created above, keep SCHED_OTHER so that
   // prefetching keeps pace with readers that load the CPU (fs/sched_policy.h).
-  auto sched = ParseSchedPolicy(d->options.sched);
-  Status sched_set = sched.ok() ? ApplySchedPolicy(*sched) : sched.status();
+  Status sched_set = ApplySchedPolicy(d->options.sched);
   if (!sched_set.ok()) {
-    Log(LogLevel::kWarn, "scheduling policy %s not applied: %s", d->options.sched.c_str(),
-        sched_set.message().c_str());
+    Log(LogLevel::kWarn, "scheduling policy %s not applied: %s",
+        d->options.sched == SchedPolicy::kBatch ? "batch" : "normal", sched_set.message().c_str());
   }
   d->request_sched = CurrentSchedPolicyName();
 
@@ -421,17 +415,12 @@ Status StartDaemon(Daemon* d) {
   adapter_options.kernel_options = KernelMountOptions(d->options);
   adapter_options.entry_timeout = d->options.attr_timeout;
   adapter_options.attr_timeout = d->options.attr_timeout;
-  adapter_options.read_mode =
-      d->options.read_mode == "splice" ? ReadMode::kSplice : ReadMode::kPread;
-  adapter_options.passthrough = d->options.passthrough == "on"    ? PassthroughMode::kOn
-                                : d->options.passthrough == "off" ? PassthroughMode::kOff
-                                                                  : PassthroughMode::kAuto;
+  adapter_options.read_mode = d->options.read_mode;
+  adapter_options.passthrough = d->options.passthrough;
   adapter_options.passthrough_probe_dir = d->paths.cache;
   adapter_options.passthrough_state = &d->passthrough;
   adapter_options.held_copies = d->options.held_copies;
-  adapter_options.fuse_uring = d->options.fuse_uring == "on"    ? FuseUringMode::kOn
-                               : d->options.fuse_uring == "off" ? FuseUringMode::kOff
-                                                                : FuseUringMode::kAuto;
+  adapter_options.fuse_uring = d->options.fuse_uring;
   adapter_options.transport_state = &d->transport;
   adapter_options.uring_threads_per_queue = d->options.fuse_uring_threads;
   adapter_options.posix_acl = d->manifest->summary().acl_entries > 0;
@@ -538,7 +527,7 @@ bool ClearStaleMount(const std::string& path) {
 }
 
 int RunMountDaemon(MountOptions options) {
-  Status valid = ValidateMountOptions(options);
+  Status valid = ValidateMountOptions(&options);
   if (!valid.ok()) {
     fprintf(stderr, "clairfs mount: %s\n", valid.message().c_str());
     return 2;

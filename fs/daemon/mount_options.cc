@@ -36,7 +36,8 @@ std::string SettingOf(const std::string& k) {
       "revalidate",   "manifest",        "attr_timeout", "stage_threads", "fuse_uring_threads",
       "scan_threads", "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
       "held_copies",  "list_ahead",      "sched",        "fuse_uring",    "log_file",
-      "plan",         "layout",          "layout_root",  "plan_window",   "metrics_file"};
+      "plan",         "layout",          "layout_root",  "plan_window",   "metrics_file",
+      "peer_key"};
   if (k == "no_read_through") return "read_through";
   for (const char* setting : kSettings) {
     if (k == setting) return setting;
@@ -143,11 +144,13 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     if (!bw.ok()) return invalid(bw.status().message());
     o->stage_bandwidth = *bw;
   } else if (k == "read_mode") {
-    if (value != "pread" && value != "splice") return expected("pread or splice");
-    o->read_mode = value;
+    auto mode = ParseReadMode(value);
+    if (!mode.ok()) return expected("pread or splice");
+    o->read_mode = *mode;
   } else if (k == "passthrough") {
-    if (value != "auto" && value != "on" && value != "off") return expected("auto, on or off");
-    o->passthrough = value;
+    auto mode = ParsePassthroughMode(value);
+    if (!mode.ok()) return expected("auto, on or off");
+    o->passthrough = *mode;
   } else if (k == "hold_ahead") {
     if (value != "on" && value != "off") return expected("on or off");
     o->hold_ahead = value == "on";
@@ -166,11 +169,13 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
       o->list_ahead = *n;
     }
   } else if (k == "sched") {
-    if (value != "batch" && value != "normal") return expected("batch or normal");
-    o->sched = value;
+    auto policy = ParseSchedPolicy(value);
+    if (!policy.ok()) return expected("batch or normal");
+    o->sched = *policy;
   } else if (k == "fuse_uring") {
-    if (value != "auto" && value != "on" && value != "off") return expected("auto, on or off");
-    o->fuse_uring = value;
+    auto mode = ParseFuseUringMode(value);
+    if (!mode.ok()) return expected("auto, on or off");
+    o->fuse_uring = *mode;
   } else if (k == "log_file") {
     if (!has_value || value.empty()) return need_value();
     o->log_file = value;
@@ -184,6 +189,10 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   } else if (k == "metrics_file") {
     if (!has_value || value.empty()) return need_value();
     o->metrics_file = value;
+  } else if (k == "peer_key") {
+    if (!has_value || value.empty()) return need_value();
+    o->peer_key = value;
+    o->peer_key_given = true;
   } else if (k == "allow_other") {
     o->allow_other = true;
   } else if (k == "suid") {
@@ -252,13 +261,15 @@ Status ApplyMountOptionItems(const std::vector<std::string>& items, MountOptions
   return Status::Ok();
 }
 
-Status ValidateMountOptions(const MountOptions& o) {
+Status ValidateMountOptions(MountOptions* options) {
+  const MountOptions& o = *options;
   if (o.backing.empty()) return Status::Invalid("missing BACKING directory");
+  options->plan_config.reset();
   if (!o.plan.empty()) {
-    auto spec = ParsePlanSpec(o.plan);
-    if (!spec.ok()) return spec.status().WithContext("--plan");
-    auto layout = ParseLayoutSpec(o.plan_layout, o.plan_layout_root);
-    if (!layout.ok()) return layout.status().WithContext("--layout");
+    auto config = ParsePlanTrackerConfig(o.plan, o.plan_layout, o.plan_layout_root);
+    if (!config.ok()) return config.status();
+    config->window = o.plan_window;
+    options->plan_config = std::move(*config);
   }
   if (o.mountpoint.empty()) return Status::Invalid("missing MOUNTPOINT");
   if (o.cache_dir.empty()) {

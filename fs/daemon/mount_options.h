@@ -13,16 +13,24 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "fs/fuse/fuse_adapter.h"
+#include "fs/fuse/fuse_uring_transport.h"
 #include "fs/fuse/list_ahead.h"
+#include "fs/fuse/passthrough.h"
+#include "fs/fuse/sched_policy.h"
+#include "fs/prefetch/plan_tracker.h"
 #include "fs/revalidate.h"
 #include "planner/base/status.h"
 
 namespace clairfs {
 
 enum class ManifestMode { kRescan, kReuse };
+
+inline constexpr char kDefaultPeerKeyPath[] = "/etc/clairfs/peer.key";
 
 struct MountOptions {
   std::string backing;     // backing root (the PFS directory)
@@ -41,16 +49,21 @@ struct MountOptions {
   bool suid = false;  // by default nosuid,nodev
   bool dev = false;
   int scan_threads = 8;
-  std::string read_mode = "pread";   // how staged bytes reach /dev/fuse: pread or splice
-  std::string passthrough = "auto";  // kernel FUSE passthrough: auto, on or off
+  ReadMode read_mode = ReadMode::kPread;                 // how staged bytes reach /dev/fuse
+  PassthroughMode passthrough = PassthroughMode::kAuto;  // kernel FUSE passthrough
   bool hold_ahead = true;        // passthrough: hold staged copies at mount (fs/held_copy_warmup.h)
   uint64_t held_copies = 65536;  // passthrough: ids held between opens (fs/passthrough.h); 0: none
-  uint64_t list_ahead = kDefaultListAheadNames;  // names listed for the kernel at mount; 0: none
-  std::string fuse_uring = "auto";  // FUSE over io_uring: auto, on or off (docs/FUSE-URING.md)
-  int fuse_uring_threads = 2;       // ring threads per CPU queue, each with one entry
-  std::string sched = "normal";     // request-serving threads' CPU policy: normal or batch
-  std::string log_file;             // daemon log after startup (default: stderr)
+  uint64_t list_ahead = kDefaultListAheadNames;     // names listed for the kernel at mount; 0: none
+  FuseUringMode fuse_uring = FuseUringMode::kAuto;  // FUSE over io_uring (docs/FUSE-URING.md)
+  int fuse_uring_threads = 2;                // ring threads per CPU queue, each with one entry
+  SchedPolicy sched = SchedPolicy::kNormal;  // request-serving threads' CPU policy
+  std::string log_file;                      // daemon log after startup (default: stderr)
   std::string metrics_file;  // Prometheus text file rewritten every few seconds (empty = none)
+  // The site's peer key (docs/PEERS.md; docs/ADMIN.md "The peer key"): with it, staged copies
+  // are sealed and a job's peer agent may attach. "none": no peer tier. A key given explicitly
+  // that cannot be used fails the mount; the default one, when absent, just leaves peers off.
+  std::string peer_key = kDefaultPeerKeyPath;
+  bool peer_key_given = false;
   std::vector<std::string> fuse_options;  // passed to the kernel as -o
   // Access plan (see docs/PLANNER.md): spec, layout and layout root; empty spec = no plan. A
   // spec holds commas, so it is given with --plan (an -o list is split at commas).
@@ -58,6 +71,8 @@ struct MountOptions {
   std::string plan_layout = "imagefolder";
   std::string plan_layout_root;
   uint64_t plan_window = 256;  // planned positions of reordering tolerated per rank
+  // The plan parsed by ValidateMountOptions (empty without --plan).
+  std::optional<PlanTrackerConfig> plan_config;
 };
 
 // Applies one item of a comma-separated -o list (already split). Returns an error naming the
@@ -70,8 +85,9 @@ std::vector<std::string> SplitMountOptionList(const std::string& list);
 Status ApplyMountOptionItems(const std::vector<std::string>& items, MountOptions* options);
 // ApplyMountOptionItems of one split -o list.
 Status ApplyMountOptionList(const std::string& list, MountOptions* options);
-// Checks value ranges and required fields.
-Status ValidateMountOptions(const MountOptions& options);
+// Checks value ranges and required fields, and parses the plan (--plan, --layout, --layout-root,
+// --plan-window) into plan_config: the one parse of a mount's plan.
+Status ValidateMountOptions(MountOptions* options);
 // The -o string handed to the kernel: always default_permissions and ro, nosuid/nodev unless
 // suid/dev, allow_other if set, fsname=clairfs:<backing>, subtype=clairfs, plus passthrough items.
 std::string KernelMountOptions(const MountOptions& options);

@@ -89,7 +89,7 @@ TEST(MountOptions, PlanOnlySettingsNeedAPlan) {
   o.mountpoint = "/m";
   o.cache_dir = "/c";
   o.plan_layout = "bogus";
-  Status st = ValidateMountOptions(o);
+  Status st = ValidateMountOptions(&o);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("--layout"), std::string::npos) << st.message();
 }
@@ -100,9 +100,9 @@ TEST(FuseUringOption, ModeAndMountOption) {
   EXPECT_EQ(*ParseFuseUringMode("off"), FuseUringMode::kOff);
   EXPECT_FALSE(ParseFuseUringMode("yes").ok());
   MountOptions o;
-  EXPECT_EQ(o.fuse_uring, "auto");
+  EXPECT_EQ(o.fuse_uring, FuseUringMode::kAuto);
   ASSERT_TRUE(ApplyMountOption("fuse_uring=off", &o).ok());
-  EXPECT_EQ(o.fuse_uring, "off");
+  EXPECT_EQ(o.fuse_uring, FuseUringMode::kOff);
   Status bad = ApplyMountOption("fuse_uring=maybe", &o);
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("fuse_uring"), std::string::npos);
@@ -168,9 +168,9 @@ TEST(SchedOption, ParsesBatchAndNormalOnly) {
     EXPECT_EQ(r.status().code(), EINVAL);
   }
   MountOptions o;
-  EXPECT_EQ(o.sched, "normal");
+  EXPECT_EQ(o.sched, SchedPolicy::kNormal);
   ASSERT_TRUE(ApplyMountOption("sched=batch", &o).ok());
-  EXPECT_EQ(o.sched, "batch");
+  EXPECT_EQ(o.sched, SchedPolicy::kBatch);
   EXPECT_FALSE(ApplyMountOption("sched=rr", &o).ok());
 }
 

@@ -411,6 +411,12 @@ struct fuse_lowlevel_ops MakeOps() {
 
 }  // namespace
 
+Result<ReadMode> ParseReadMode(const std::string& text) {
+  if (text == "pread") return ReadMode::kPread;
+  if (text == "splice") return ReadMode::kSplice;
+  return Status::Invalid("read_mode=" + text + ": expected pread or splice");
+}
+
 Result<std::unique_ptr<FuseAdapter>> FuseAdapter::Create(FileSystem* fs,
                                                          const FuseAdapterOptions& options) {
   auto adapter = std::unique_ptr<FuseAdapter>(new FuseAdapter(fs, options));

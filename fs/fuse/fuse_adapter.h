@@ -31,6 +31,9 @@ namespace clairfs {
 
 enum class ReadMode { kPread, kSplice };
 
+// Parses "pread" or "splice".
+Result<ReadMode> ParseReadMode(const std::string& text);
+
 struct FuseAdapterOptions {
   std::string kernel_options;  // the -o string (see KernelMountOptions)
   double entry_timeout = 86400;

@@ -44,7 +44,7 @@ Status PlanRuntime::Set(PlanTrackerConfig config) {
   }
   if (deps_.policy != nullptr) deps_.policy->SetOracle(*tracker);
   if (deps_.on_plan_active) deps_.on_plan_active(true);
-  Log(LogLevel::kInfo, "plan %s: %llu files, %s", config.spec.c_str(),
+  Log(LogLevel::kInfo, "plan %s: %llu files, %s", config.spec.text.c_str(),
       static_cast<unsigned long long>((*tracker)->num_files()),
       (*tracker)->StatusJson()["ranks"].dump().c_str());
   cv_.notify_all();

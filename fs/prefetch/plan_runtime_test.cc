@@ -98,10 +98,10 @@ class PlanRuntimeTest : public ::testing::Test {
     index_ = std::move(*index);
     manifest_ = std::make_unique<Manifest>(index_.get());
     ASSERT_TRUE(manifest_->Rescan(backing_, 1, Env::Default()).ok());
-    PlanTrackerConfig config;
-    config.spec = spec;
-    config.backing_root = backing_;
-    auto tracker = PlanTracker::Create(config);
+    auto config = ParsePlanTrackerConfig(spec, "imagefolder", "");
+    ASSERT_TRUE(config.ok()) << config.status().message();
+    config->backing_root = backing_;
+    auto tracker = PlanTracker::Create(*config);
     ASSERT_TRUE(tracker.ok()) << tracker.status().message();
     for (const PlannedFile& p : (*tracker)->Upcoming(sizes.size())) {
       order_.push_back((*tracker)->PathOf(p.file));
@@ -127,10 +127,10 @@ class PlanRuntimeTest : public ::testing::Test {
     deps.env = &clock_;
     deps.on_plan_active = [this](bool active) { active_calls_.push_back(active); };
     runtime_ = std::make_unique<PlanRuntime>(deps);
-    PlanTrackerConfig config;
-    config.spec = spec_;
-    config.window = window;
-    ASSERT_TRUE(runtime_->Set(config).ok());
+    auto config = ParsePlanTrackerConfig(spec_, "imagefolder", "");
+    ASSERT_TRUE(config.ok()) << config.status().message();
+    config->window = window;
+    ASSERT_TRUE(runtime_->Set(*config).ok());
     tracker_ = runtime_->tracker();
   }
 

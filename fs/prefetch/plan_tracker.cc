@@ -8,9 +8,20 @@
 
 namespace clairfs {
 
+Result<PlanTrackerConfig> ParsePlanTrackerConfig(std::string_view spec, std::string_view layout,
+                                                 std::string_view layout_root) {
+  PlanTrackerConfig config;
+  auto parsed_spec = ParsePlanSpec(spec);
+  if (!parsed_spec.ok()) return parsed_spec.status().WithContext("--plan");
+  config.spec = std::move(*parsed_spec);
+  auto parsed_layout = ParseLayoutSpec(layout, layout_root);
+  if (!parsed_layout.ok()) return parsed_layout.status().WithContext("--layout");
+  config.layout = std::move(*parsed_layout);
+  return config;
+}
+
 Result<std::shared_ptr<PlanTracker>> PlanTracker::Create(const PlanTrackerConfig& config) {
-  auto spec = ParsePlanSpec(config.spec);
-  if (!spec.ok()) return spec.status();
+  const PlanSpec* spec = &config.spec;
   std::shared_ptr<PlanTracker> t(new PlanTracker());
   t->config_ = config;
   FileTree* tree = PosixFileTreeInstance();
@@ -21,9 +32,7 @@ Result<std::shared_ptr<PlanTracker>> PlanTracker::Create(const PlanTrackerConfig
     t->list_paths_ = t->plan_->list_paths();
     t->num_files_ = t->list_paths_->size();
   } else {
-    auto layout_spec = ParseLayoutSpec(config.layout, config.layout_root);
-    if (!layout_spec.ok()) return layout_spec.status();
-    auto layout = BuildLayout(tree, config.backing_root, *layout_spec);
+    auto layout = BuildLayout(tree, config.backing_root, config.layout);
     if (!layout.ok()) return layout.status();
     t->layout_ = std::move(*layout);
     auto plan = Plan::Create(*spec, t->layout_.size());
@@ -111,6 +120,23 @@ void PlanTracker::MoveFinishedRanksLocked() {
   }
 }
 
+std::optional<uint32_t> PlanTracker::IndexOf(std::string_view path) const {
+  auto it = index_.find(path);  // immutable after Create: no lock
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool PlanTracker::Finished() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dropped_) return true;
+  const std::optional<uint64_t>& end = config_.spec.end_epoch;
+  if (!end || *end == 0) return false;
+  for (const RankState& rank : ranks_) {
+    if (rank.epoch + 1 < *end || rank.cursor < rank.consumed[rank.epoch & 1].size()) return false;
+  }
+  return true;
+}
+
 bool PlanTracker::OnOpen(const std::string& path) {
   auto it = index_.find(std::string_view(path));
   if (it == index_.end()) return false;  // not a dataset file: unplanned, ignored
@@ -137,8 +163,8 @@ void PlanTracker::DropLocked(const std::string& reason) {
   if (dropped_) return;
   dropped_ = true;
   dropped_reason_ = reason;
-  Log(LogLevel::kWarn, "plan %s dropped: %s; falling back to read-through", config_.spec.c_str(),
-      reason.c_str());
+  Log(LogLevel::kWarn, "plan %s dropped: %s; falling back to read-through",
+      config_.spec.text.c_str(), reason.c_str());
 }
 
 uint64_t PlanTracker::dataset_opens() {
@@ -259,7 +285,7 @@ std::vector<PlannedFile> PlanTracker::Upcoming(size_t limit) {
 nlohmann::json PlanTracker::StatusJson() {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json j;
-  j["spec"] = config_.spec;
+  j["spec"] = config_.spec.text;
   j["active"] = !dropped_;
   j["dropped"] = dropped_;
   j["dropped_reason"] = dropped_reason_;

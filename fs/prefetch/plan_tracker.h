@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,17 +44,23 @@
 #include "planner/layout.h"
 #include "planner/plan.h"
 #include "planner/plan_schedule.h"
+#include "planner/plan_spec.h"
 
 namespace clairfs {
 
 struct PlanTrackerConfig {
-  std::string spec;  // plan spec text
-  std::string layout = "imagefolder";
-  std::string layout_root;     // relative to the backing root
+  PlanSpec spec;               // parsed where it entered (spec.text for messages and status)
+  LayoutSpec layout;           // how samples are numbered (not used by list: plans)
   std::string backing_root;    // absolute
   uint64_t window = 256;       // positions of reordering tolerated per rank
   uint64_t mismatch_min = 32;  // smallest mismatch window (opens)
 };
+
+// The one place a plan's text becomes a config: a mount's --plan/--layout/--layout-root and a
+// plan_set request both come through here. Errors name the part at fault ("--plan: ...",
+// "--layout: ...").
+Result<PlanTrackerConfig> ParsePlanTrackerConfig(std::string_view spec, std::string_view layout,
+                                                 std::string_view layout_root);
 
 struct PlannedFile {
   uint64_t time;  // when it is needed (node time, see plan_schedule.h)
@@ -83,6 +90,12 @@ class PlanTracker final : public PlanOracle {
     return list_paths_ != nullptr ? (*list_paths_)[file] : layout_.path(file);
   }
   uint64_t num_files() const { return num_files_; }
+  const PlanTrackerConfig& config() const { return config_; }
+  // The plan's number of `path`, if it is one of its files.
+  std::optional<uint32_t> IndexOf(std::string_view path) const;
+  // True once every rank has read its last epoch of a plan that ends (never for one that does
+  // not end); a dropped plan is finished too.
+  bool Finished();
   // Opens of the plan's files so far (each moves a cursor).
   uint64_t dataset_opens();
   void SetProtectUntil(uint64_t time);

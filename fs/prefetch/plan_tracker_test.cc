@@ -26,8 +26,10 @@ void MakeDataset(const TempDir& dir, int n) {
 
 std::shared_ptr<PlanTracker> MakeTracker(const TempDir& dir, const std::string& spec,
                                          uint64_t window = 16) {
-  PlanTrackerConfig config;
-  config.spec = spec;
+  auto parsed = ParsePlanTrackerConfig(spec, "imagefolder", "");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  if (!parsed.ok()) return nullptr;
+  PlanTrackerConfig config = *parsed;
   config.backing_root = dir.path();
   config.window = window;
   auto t = PlanTracker::Create(config);

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fs/fuse/fuse_adapter.h"
 #include "planner/base/units.h"
 #include "planner/synthetic_dataset.h"
 #include "tools/bench/bench_mounts.h"
@@ -131,7 +132,7 @@ Status Measure(const BigfileArgs& args, nlohmann::json* out) {
   auto size = ParseSize(args.size);
   if (!size.ok()) return size.status().WithContext("--size");
   if (*size < kBlock) return Status::Invalid("--size: at least 1M");
-  if (args.read_mode != "pread" && args.read_mode != "splice") {
+  if (!ParseReadMode(args.read_mode).ok()) {
     return Status::Invalid("--read-mode: expected pread or splice");
   }
   auto self = SelfExecutable();

@@ -1,6 +1,7 @@
 // Shared CLI plumbing: --log-level on every subcommand, exit codes, error printing.
 #include "tools/cli/cli.h"
 
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -44,6 +45,13 @@ int UsageError(const std::string& command, const std::string& message) {
 }
 
 bool StderrIsTerminal() { return isatty(STDERR_FILENO) == 1; }
+
+std::string WithAbsoluteListFile(const std::string& spec) {
+  if (spec.rfind("list:", 0) != 0 || spec.size() <= 5 || spec[5] == '/') return spec;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return spec;  // then the daemon's error names it
+  return "list:" + std::string(cwd) + "/" + spec.substr(5);
+}
 
 CLI::Validator Count(uint64_t min, uint64_t max) {
   return CLI::Validator(

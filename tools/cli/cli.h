@@ -34,6 +34,10 @@ int UsageError(const std::string& command, const std::string& message);
 // True if stderr is a terminal (progress lines are shown only then).
 bool StderrIsTerminal();
 
+// "list:FILE" with FILE made absolute against the current directory: a daemon reads it from "/",
+// where a relative FILE would name another file. Other specs as given.
+std::string WithAbsoluteListFile(const std::string& spec);
+
 // A transform for integer options (`->transform(Count(1, 1024))`): a plain decimal number from
 // `min` to `max`, else a usage error naming the flag. CLI11 alone takes "-1" for an unsigned
 // option as 18446744073709551615 and "010" as 8; this hands it the canonical decimal.

@@ -1,0 +1,226 @@
+// FileSystem, the core behind the FUSE adapter, without a mount: a real backing directory, cache,
+// manifest, content store and stager opened as the daemon opens them (cache/cache_opener.h), and
+// the core's methods called as the adapter calls them.
+#include "fs/filesystem.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/cache_opener.h"
+#include "tests/test_util.h"
+
+namespace clairfs {
+namespace {
+
+using testing::TempDir;
+
+class FileSystemTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteFile(backing_ / "train/cat/a.jpg", "bytes of a");
+    testing::WriteFile(backing_ / "train/cat/b.jpg", "bytes of b, longer");
+    testing::WriteFile(backing_ / "train/dog/c.jpg", std::string(100000, 'c'));
+    ASSERT_EQ(mkfifo((backing_ / "train/fifo").c_str(), 0644), 0);
+    ASSERT_EQ(symlink("cat/a.jpg", (backing_ / "train/link.jpg").c_str()), 0);
+  }
+
+  void TearDown() override { Close(); }
+
+  // Lists the backing tree into a fresh manifest and opens the core over it.
+  void Open(Revalidate revalidate = Revalidate::kNever, bool read_through = true) {
+    Env* env = Env::Default();
+    auto tree = BackingTree::Open(backing_.path(), env);
+    ASSERT_TRUE(tree.ok()) << tree.status().message();
+    CacheOpenOptions open;
+    open.cache_dir = cache_.path();
+    open.listing = ManifestListing::kRescan;
+    open.backing = *tree;
+    open.scan_threads = 1;
+    auto opened = OpenCache(std::move(open), env);
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    cache_stack_ = std::make_unique<OpenedCache>(std::move(*opened));
+    StagerOptions stager_options;
+    stager_options.backing_root = backing_.path();
+    stager_options.backing = *tree;
+    stager_options.threads = 1;
+    stager_ = std::make_unique<Stager>(stager_options, cache_stack_->store.get(), env);
+    FileSystemConfig config;
+    config.backing_root = backing_.path();
+    config.backing = *tree;
+    config.revalidate = revalidate;
+    config.read_through = read_through;
+    fs_ = std::make_unique<FileSystem>(config, cache_stack_->manifest.get(),
+                                       cache_stack_->store.get(), stager_.get(), env);
+  }
+
+  void Close() {
+    if (stager_) stager_->Shutdown();
+    fs_.reset();
+    stager_.reset();
+    cache_stack_.reset();
+  }
+
+  // The inode of `path` (relative to the root), walking with Lookup as the kernel does.
+  uint64_t Ino(const std::string& path) {
+    uint64_t ino = kRootIno;
+    size_t start = 0;
+    while (start < path.size()) {
+      size_t slash = path.find('/', start);
+      if (slash == std::string::npos) slash = path.size();
+      auto attr = fs_->Lookup(ino, std::string_view(path).substr(start, slash - start));
+      EXPECT_TRUE(attr.ok()) << path << ": " << attr.status().message();
+      if (!attr.ok()) return 0;
+      ino = attr->ino;
+      start = slash + 1;
+    }
+    return ino;
+  }
+
+  // Opens `path` read-only and reads it whole through the core.
+  std::string ReadAll(const std::string& path, bool* from_cache = nullptr) {
+    auto opened = fs_->Open(Ino(path), O_RDONLY);
+    EXPECT_TRUE(opened.ok()) << path << ": " << opened.status().message();
+    if (!opened.ok()) return "<error>";
+    if (from_cache != nullptr) *from_cache = opened->file->from_cache;
+    std::string out;
+    char buf[4096];
+    for (;;) {
+      auto n = fs_->Read(*opened->file, buf, sizeof(buf), static_cast<off_t>(out.size()));
+      EXPECT_TRUE(n.ok()) << n.status().message();
+      if (!n.ok() || *n == 0) break;
+      out.append(buf, *n);
+    }
+    fs_->Release(std::move(opened->file));
+    return out;
+  }
+
+  TempDir backing_;
+  TempDir cache_;
+  std::unique_ptr<OpenedCache> cache_stack_;
+  std::unique_ptr<Stager> stager_;
+  std::unique_ptr<FileSystem> fs_;
+};
+
+TEST_F(FileSystemTest, LookupGetattrAndReaddirComeFromTheListing) {
+  Open();
+  const uint64_t train = Ino("train");
+  auto attr = fs_->GetAttr(train);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_TRUE(attr->is_dir());
+  auto b = fs_->Lookup(Ino("train/cat"), "b.jpg");
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->is_reg());
+  EXPECT_EQ(b->size, std::string("bytes of b, longer").size());
+  auto missing = fs_->Lookup(train, "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), ENOENT);
+  EXPECT_EQ(fs_->GetAttr(123456789).status().code(), ENOENT);
+
+  // Removing a backing file changes nothing the core says until the next listing.
+  ASSERT_EQ(unlink((backing_ / "train/cat/a.jpg").c_str()), 0);
+  EXPECT_TRUE(fs_->Lookup(Ino("train/cat"), "a.jpg").ok());
+
+  auto listing = fs_->OpenDir(train);
+  ASSERT_TRUE(listing.ok()) << listing.status().message();
+  std::vector<std::string> names;
+  for (const ManifestChild& child : (*listing)->children) names.push_back(child.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cat", "dog", "fifo", "link.jpg"}));
+  EXPECT_EQ((*listing)->ino, train);
+  EXPECT_EQ((*listing)->parent_ino, kRootIno);
+
+  auto target = fs_->ReadLink(Ino("train/link.jpg"));
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(*target, "cat/a.jpg");
+}
+
+TEST_F(FileSystemTest, AnUnstagedFileIsReadFromTheBackingStoreThenServedFromItsCopy) {
+  Open();
+  bool from_cache = true;
+  EXPECT_EQ(ReadAll("train/dog/c.jpg", &from_cache), std::string(100000, 'c'));
+  EXPECT_FALSE(from_cache);
+  EXPECT_EQ(fs_->counters().misses.value.load(), 1u);
+  // Read-through queued a copy; once published, the next open is a hit with the same bytes.
+  stager_->WaitIdle();
+  EXPECT_EQ(ReadAll("train/dog/c.jpg", &from_cache), std::string(100000, 'c'));
+  EXPECT_TRUE(from_cache);
+  EXPECT_EQ(fs_->counters().hits.value.load(), 1u);
+  EXPECT_EQ(fs_->counters().bytes_from_cache.value.load(), 100000u);
+  EXPECT_EQ(fs_->counters().bytes_from_backing.value.load(), 100000u);
+}
+
+TEST_F(FileSystemTest, WithoutReadThroughNothingIsStaged) {
+  Open(Revalidate::kNever, /*read_through=*/false);
+  bool from_cache = true;
+  EXPECT_EQ(ReadAll("train/cat/a.jpg", &from_cache), "bytes of a");
+  stager_->WaitIdle();
+  EXPECT_EQ(ReadAll("train/cat/a.jpg", &from_cache), "bytes of a");
+  EXPECT_FALSE(from_cache);
+  EXPECT_EQ(fs_->counters().hits.value.load(), 0u);
+}
+
+TEST_F(FileSystemTest, AChangedOrVanishedFileIsNeverServedAsTheListedOne) {
+  Open();
+  // Replaced by another file under the same name: not the listed version.
+  testing::WriteFile(backing_ / "train/cat/b.jpg.new", "other bytes");
+  ASSERT_EQ(
+      rename((backing_ / "train/cat/b.jpg.new").c_str(), (backing_ / "train/cat/b.jpg").c_str()),
+      0);
+  auto changed = fs_->Open(Ino("train/cat/b.jpg"), O_RDONLY);
+  ASSERT_FALSE(changed.ok());
+  EXPECT_EQ(changed.status().code(), ESTALE);
+  EXPECT_EQ(fs_->counters().not_as_listed.value.load(), 1u);
+  // Gone: the reader is told so, for that file only.
+  ASSERT_EQ(unlink((backing_ / "train/cat/a.jpg").c_str()), 0);
+  auto vanished = fs_->Open(Ino("train/cat/a.jpg"), O_RDONLY);
+  ASSERT_FALSE(vanished.ok());
+  EXPECT_EQ(vanished.status().code(), ENOENT);
+  EXPECT_EQ(ReadAll("train/dog/c.jpg"), std::string(100000, 'c'));
+}
+
+TEST_F(FileSystemTest, AStagedCopyOfAChangedFileIsDroppedNotServed) {
+  Open(Revalidate::kOpen);
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  stager_->WaitIdle();
+  bool from_cache = false;
+  EXPECT_EQ(ReadAll("train/cat/b.jpg", &from_cache), "bytes of b, longer");
+  ASSERT_TRUE(from_cache);
+  // A new version (another size): revalidation at open finds it, drops the copy, serves the new
+  // bytes from the backing store and tells the kernel not to keep its pages.
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b");
+  auto opened = fs_->Open(Ino("train/cat/b.jpg"), O_RDONLY);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_FALSE(opened->file->from_cache);
+  EXPECT_FALSE(opened->keep_cache);
+  char buf[64];
+  auto n = fs_->Read(*opened->file, buf, sizeof(buf), 0);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(std::string(buf, *n), "new b");
+  fs_->Release(std::move(opened->file));
+  EXPECT_EQ(fs_->counters().stale_detected.value.load(), 1u);
+  EXPECT_EQ(fs_->GetAttr(Ino("train/cat/b.jpg"))->size, 5u);
+}
+
+TEST_F(FileSystemTest, EveryWritingOpenIsErofsAndOnlyRegularFilesOpen) {
+  Open();
+  const uint64_t a = Ino("train/cat/a.jpg");
+  for (int flags :
+       {O_WRONLY, O_RDWR, O_RDONLY | O_TRUNC, O_RDONLY | O_CREAT, O_WRONLY | O_APPEND}) {
+    auto opened = fs_->Open(a, flags);
+    ASSERT_FALSE(opened.ok()) << flags;
+    EXPECT_EQ(opened.status().code(), EROFS) << flags;
+  }
+  EXPECT_EQ(fs_->Open(Ino("train"), O_RDONLY).status().code(), EISDIR);
+  EXPECT_EQ(fs_->Open(Ino("train/fifo"), O_RDONLY).status().code(), EPERM);
+  // Nothing above reached the backing store or counted as an open of a file.
+  EXPECT_EQ(fs_->counters().opens.value.load(), 0u);
+}
+
+}  // namespace
+}  // namespace clairfs
