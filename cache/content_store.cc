@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 
 #include "planner/base/fnv1a.h"
 #include "planner/base/log.h"
@@ -15,7 +16,12 @@
 namespace clairfs {
 namespace {
 
-constexpr uint8_t kEntryVersion = 1;
+// Version 1: no seal and no origin (read as copies from the backing store without a seal).
+// Version 2 adds a flags byte (bit 0: a seal follows; bit 1: the copy came from a peer) and the
+// seal's 64 bytes.
+constexpr uint8_t kEntryVersion = 2;
+constexpr uint8_t kFlagSealed = 1;
+constexpr uint8_t kFlagFromPeer = 2;
 constexpr uint64_t kBlock = 4096;
 
 uint64_t AllocatedBytes(const struct stat& st) { return static_cast<uint64_t>(st.st_blocks) * 512; }
@@ -41,14 +47,22 @@ std::string EncodeCacheEntry(const CacheEntryRecord& r) {
   PutFixed64(&out, r.alloc_bytes);
   PutFixed64(&out, static_cast<uint64_t>(r.staged_at_ns));
   out.push_back(r.pinned ? 1 : 0);
+  uint8_t flags = r.seal ? kFlagSealed : 0;
+  if (r.origin == CopyOrigin::kPeer) flags |= kFlagFromPeer;
+  out.push_back(static_cast<char>(flags));
+  if (r.seal) {
+    out.append(reinterpret_cast<const char*>(r.seal->digest.data()), r.seal->digest.size());
+    out.append(reinterpret_cast<const char*>(r.seal->auth.data()), r.seal->auth.size());
+  }
   PutFixed32(&out, static_cast<uint32_t>(r.data_name.size()));
   out += r.data_name;
   return out;
 }
 
 Result<CacheEntryRecord> DecodeCacheEntry(std::string_view b) {
-  constexpr size_t kFixed = 1 + 8 * 6 + 1 + 4;
-  if (b.size() < kFixed || static_cast<uint8_t>(b[0]) != kEntryVersion) {
+  const uint8_t version = b.empty() ? 0 : static_cast<uint8_t>(b[0]);
+  size_t fixed = 1 + 8 * 6 + 1 + 4;
+  if (b.size() < fixed || (version != 1 && version != kEntryVersion)) {
     return Status::Error(EUCLEAN, "corrupt cache entry");
   }
   const char* p = b.data() + 1;
@@ -60,9 +74,27 @@ Result<CacheEntryRecord> DecodeCacheEntry(std::string_view b) {
   r.alloc_bytes = GetFixed64(p), p += 8;
   r.staged_at_ns = static_cast<int64_t>(GetFixed64(p)), p += 8;
   r.pinned = *p++ != 0;
+  if (version >= 2) {
+    fixed += 1;
+    if (b.size() < fixed) return Status::Error(EUCLEAN, "corrupt cache entry");
+    const uint8_t flags = static_cast<uint8_t>(*p++);
+    if ((flags & ~(kFlagSealed | kFlagFromPeer)) != 0) {
+      return Status::Error(EUCLEAN, "corrupt cache entry (flags)");
+    }
+    r.origin = (flags & kFlagFromPeer) != 0 ? CopyOrigin::kPeer : CopyOrigin::kBackingStore;
+    if ((flags & kFlagSealed) != 0) {
+      fixed += 64;
+      if (b.size() < fixed) return Status::Error(EUCLEAN, "corrupt cache entry");
+      CopySeal seal;
+      std::memcpy(seal.digest.data(), p, 32);
+      std::memcpy(seal.auth.data(), p + 32, 32);
+      p += 64;
+      r.seal = seal;
+    }
+  }
   uint32_t len = GetFixed32(p);
   p += 4;
-  if (b.size() != kFixed + len || len == 0) return Status::Error(EUCLEAN, "corrupt cache entry");
+  if (b.size() != fixed + len || len == 0) return Status::Error(EUCLEAN, "corrupt cache entry");
   r.data_name.assign(p, len);
   // "<xx>/<name>" with xx a fan-out directory and name a plain file name: a damaged record must
   // never make recovery keep, or eviction unlink, a file outside CACHE/data.
@@ -160,7 +192,8 @@ Status ContentStore::Recover() {
       continue;
     }
     referenced.insert(rec->data_name);
-    Entry e{rec->data_name, rec->identity, AllocatedBytes(st), rec->staged_at_ns, rec->pinned};
+    Entry e{rec->data_name, rec->identity, AllocatedBytes(st), rec->staged_at_ns,
+            rec->pinned,    rec->seal,     rec->origin};
     used_bytes_ += e.alloc_bytes;
     recovery_.bytes += e.alloc_bytes;
     ++recovery_.entries;
@@ -222,8 +255,12 @@ std::optional<StagedCopy> ContentStore::Find(const std::string& path, bool touch
     std::lock_guard<std::mutex> lock(shard.mu);
     auto it = shard.entries.find(path);
     if (it == shard.entries.end()) return std::nullopt;
-    copy = StagedCopy{dir_->data_dir() + "/" + it->second.data_name, it->second.identity,
-                      it->second.alloc_bytes, it->second.pinned};
+    copy = StagedCopy{dir_->data_dir() + "/" + it->second.data_name,
+                      it->second.identity,
+                      it->second.alloc_bytes,
+                      it->second.pinned,
+                      it->second.seal,
+                      it->second.origin};
   }
   if (touch) policy_->OnAccess(path);
   return copy;
@@ -313,8 +350,13 @@ Status ContentStore::MakeRoom(uint64_t need, const std::string& for_path, bool m
       }
     }
     if (!may_evict) return NoRoom(need, for_path, may_evict, device_free);
+    std::shared_ptr<const std::unordered_set<std::string>> holds;
+    {
+      std::lock_guard<std::mutex> lock(holds_mu_);
+      holds = holds_;
+    }
     auto victim = policy_->PickVictimToAdmit(for_path, [&](const std::string& p) {
-      if (p == for_path) return false;
+      if (p == for_path || (holds && holds->count(p) != 0)) return false;
       Shard& shard = ShardFor(p);
       std::lock_guard<std::mutex> lock(shard.mu);
       auto it = shard.entries.find(p);
@@ -396,7 +438,7 @@ Status ContentStore::SyncData(StagingSlot* slot) {
 }
 
 Status ContentStore::Commit(StagingSlot* slot, const FileIdentity& identity) {
-  CommitItem item{slot, identity, Status::Ok()};
+  CommitItem item{slot, identity, std::nullopt, CopyOrigin::kBackingStore, Status::Ok()};
   CommitBatch(std::span<CommitItem>(&item, 1));
   return item.status;
 }
@@ -449,6 +491,15 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
     if (!st.ok()) {
       fail_on_device(&item, st);
       continue;
+    }
+    if (!item.seal && options_.seal_key) {
+      // Sealed from the bytes as written, before they are published (docs/PEERS.md).
+      auto seal = SealTempFile(*slot, item.identity);
+      if (!seal.ok()) {
+        fail_on_device(&item, seal.status());
+        continue;
+      }
+      item.seal = *seal;
     }
     uint64_t alloc = AllocatedBytes(sb);
     if (alloc > slot->reserved) {
@@ -504,10 +555,12 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
   entries.reserve(renamed.size());
   for (Ready& r : renamed) {
     StagingSlot* slot = r.item->slot;
-    Entry entry{slot->data_name, r.item->identity, r.alloc,
-                static_cast<int64_t>(env_->NowRealtimeNanos()), false};
+    Entry entry{slot->data_name, r.item->identity,
+                r.alloc,         static_cast<int64_t>(env_->NowRealtimeNanos()),
+                false,           r.item->seal,
+                r.item->origin};
     CacheEntryRecord rec{entry.data_name, entry.identity, entry.alloc_bytes, entry.staged_at_ns,
-                         false};
+                         false,           entry.seal,     entry.origin};
     batch.Put(index_->handle(IndexDb::kEntries), slot->path, EncodeCacheEntry(rec));
     entries.push_back(std::move(entry));
   }
@@ -573,6 +626,33 @@ Status ContentStore::Evict(const std::string& path, bool force) {
   return RemoveEntry(path, force, /*count_eviction=*/true);
 }
 
+void ContentStore::SetHolds(std::shared_ptr<const std::unordered_set<std::string>> holds) {
+  std::lock_guard<std::mutex> lock(holds_mu_);
+  holds_ = std::move(holds);
+}
+
+bool ContentStore::IsHeld(const std::string& path) {
+  std::lock_guard<std::mutex> lock(holds_mu_);
+  return holds_ && holds_->count(path) != 0;
+}
+
+Result<CopySeal> ContentStore::SealTempFile(const StagingSlot& slot, const FileIdentity& identity) {
+  auto fd = env_->Open(slot.temp_path, O_RDONLY);
+  if (!fd.ok()) return fd.status();
+  uint64_t bytes = 0;
+  auto digest = DigestOfFd(*fd, &bytes);
+  (void)env_->Close(*fd);
+  if (!digest.ok()) return digest.status();
+  if (bytes != identity.size) {
+    return Status::Error(EIO, "sealing " + slot.path + ": read " + std::to_string(bytes) +
+                                  " bytes back, expected " + std::to_string(identity.size));
+  }
+  CopySeal seal;
+  seal.digest = *digest;
+  seal.auth = options_.seal_key->Authenticate(slot.path, identity, seal.digest);
+  return seal;
+}
+
 Status ContentStore::SetPinned(const std::string& path, bool pinned) {
   CacheEntryRecord rec;
   {
@@ -581,8 +661,13 @@ Status ContentStore::SetPinned(const std::string& path, bool pinned) {
     auto it = shard.entries.find(path);
     if (it == shard.entries.end()) return Status::Error(ENOENT, path + " is not staged");
     it->second.pinned = pinned;
-    rec = CacheEntryRecord{it->second.data_name, it->second.identity, it->second.alloc_bytes,
-                           it->second.staged_at_ns, pinned};
+    rec = CacheEntryRecord{it->second.data_name,
+                           it->second.identity,
+                           it->second.alloc_bytes,
+                           it->second.staged_at_ns,
+                           pinned,
+                           it->second.seal,
+                           it->second.origin};
   }
   return index_->Put(IndexDb::kEntries, path, EncodeCacheEntry(rec), /*sync=*/true);
 }

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "cache/cache_dir.h"
+#include "cache/copy_seal.h"
 #include "cache/device_log.h"
 #include "cache/env.h"
 #include "cache/eviction_policy.h"
@@ -66,7 +67,13 @@ namespace clairfs {
 struct ContentStoreOptions {
   uint64_t capacity = 0;  // bytes of allocated blocks; 0 = no bound but the device's
   uint64_t min_free = 0;  // free bytes to keep on the cache device
+  // The site's peer key (docs/PEERS.md): when set, every copy committed without a seal gets one
+  // (its SHA-256, computed from the temp file before it is published, and an authenticator).
+  std::shared_ptr<const PeerKey> seal_key;
 };
+
+// Where a copy's bytes came from.
+enum class CopyOrigin : uint8_t { kBackingStore = 0, kPeer = 1 };
 
 // What recovery found and fixed (reported by `clairfs fsck` and logged at mount).
 struct RecoveryReport {
@@ -83,6 +90,8 @@ struct StagedCopy {
   FileIdentity identity;  // the backing file's identity when it was copied
   uint64_t alloc_bytes = 0;
   bool pinned = false;
+  std::optional<CopySeal> seal;  // with a peer key: the copy's digest and authenticator
+  CopyOrigin origin = CopyOrigin::kBackingStore;
 };
 
 struct ContentStoreStats {
@@ -112,6 +121,10 @@ struct StagingSlot {
 struct CommitItem {
   StagingSlot* slot = nullptr;
   FileIdentity identity;
+  // A seal that came with the bytes (a peer's, checked by the caller); none: computed at commit
+  // when the store has a seal key.
+  std::optional<CopySeal> seal;
+  CopyOrigin origin = CopyOrigin::kBackingStore;
   Status status;
 };
 
@@ -147,6 +160,14 @@ class ContentStore {
   // Removes a published copy (no-op if absent). Pinned copies are evicted only if `force`.
   Status Evict(const std::string& path, bool force = false);
   Status SetPinned(const std::string& path, bool pinned);
+  // Paths whose copies eviction passes over while the set is in place (a peer agent's home
+  // files, docs/PEERS.md): like pins, but not recorded in the index, and for eviction only (an
+  // explicit Evict still removes them). Null clears. Thread-safe; takes effect for the next
+  // victim chosen.
+  void SetHolds(std::shared_ptr<const std::unordered_set<std::string>> holds);
+  bool IsHeld(const std::string& path);
+  // The seal key of the store's options (null without one).
+  const std::shared_ptr<const PeerKey>& seal_key() const { return options_.seal_key; }
   // Called with a copy's absolute data path after it is removed from the store (evicted,
   // invalidated or dropped), outside the store's locks. Set before concurrent use.
   void set_removal_listener(std::function<void(const std::string& data_path)> listener) {
@@ -188,6 +209,8 @@ class ContentStore {
     uint64_t alloc_bytes = 0;
     int64_t staged_at_ns = 0;
     bool pinned = false;
+    std::optional<CopySeal> seal;
+    CopyOrigin origin = CopyOrigin::kBackingStore;
   };
   struct Shard {
     std::mutex mu;  // guards entries and staging
@@ -209,6 +232,8 @@ class ContentStore {
   std::string FloorText() const;
   bool FitsLocked(uint64_t need, uint64_t device_free) const;
   Status RemoveEntry(const std::string& path, bool force, bool count_eviction);
+  // The seal of a committed slot's temp file (read back from disk) under options_.seal_key.
+  Result<CopySeal> SealTempFile(const StagingSlot& slot, const FileIdentity& identity);
   std::string NewDataName(const std::string& path);
 
   CacheDir* dir_;
@@ -222,6 +247,9 @@ class ContentStore {
   std::function<void(const std::string& data_path)> removal_listener_;
   std::function<void(const std::string& path)> publish_listener_;
   Shard shards_[kShards];
+  // Guards holds_ (a snapshot is copied out under it; never held with another lock).
+  std::mutex holds_mu_;
+  std::shared_ptr<const std::unordered_set<std::string>> holds_;
   std::mutex space_mu_;  // guards used_bytes_, reserved_bytes_; taken after any shard mutex
   uint64_t used_bytes_ = 0;
   uint64_t reserved_bytes_ = 0;
@@ -240,6 +268,8 @@ struct CacheEntryRecord {
   uint64_t alloc_bytes = 0;
   int64_t staged_at_ns = 0;
   bool pinned = false;
+  std::optional<CopySeal> seal;
+  CopyOrigin origin = CopyOrigin::kBackingStore;
 };
 std::string EncodeCacheEntry(const CacheEntryRecord& record);
 Result<CacheEntryRecord> DecodeCacheEntry(std::string_view bytes);

@@ -111,7 +111,9 @@ std::vector<Written> WriteBatchOf(ContentStore* store, Env* env, const std::stri
 // Publishes the batch in one CommitBatch; returns each copy's outcome.
 std::vector<Status> CommitAll(ContentStore* store, std::vector<Written>* batch) {
   std::vector<CommitItem> items;
-  for (Written& w : *batch) items.push_back(CommitItem{&w.slot, IdentityFor(w.data), Status::Ok()});
+  for (Written& w : *batch)
+    items.push_back(CommitItem{&w.slot, IdentityFor(w.data), std::nullopt,
+                               CopyOrigin::kBackingStore, Status::Ok()});
   store->CommitBatch(items);
   std::vector<Status> out;
   for (const CommitItem& item : items) out.push_back(item.status);
@@ -771,9 +773,9 @@ TEST(ContentStoreTest, EntryNamingAFileOutsideDataIsDroppedNotServed) {
     auto s = Open(root, Env::Default());
     ASSERT_TRUE(s.ok());
     // A damaged record whose data name leaves data/ and matches the size of CACHE/FORMAT.
-    CacheEntryRecord evil{"../FORMAT", FileIdentity{16, 1, 1, 1}, 4096, 1, false};
+    CacheEntryRecord evil{"../FORMAT", FileIdentity{16, 1, 1, 1}, 4096, 1, false, std::nullopt};
     ASSERT_TRUE(s->index->Put(IndexDb::kEntries, "evil", EncodeCacheEntry(evil), true).ok());
-    CacheEntryRecord up{"00/../../FORMAT", FileIdentity{16, 1, 1, 1}, 4096, 1, false};
+    CacheEntryRecord up{"00/../../FORMAT", FileIdentity{16, 1, 1, 1}, 4096, 1, false, std::nullopt};
     ASSERT_TRUE(s->index->Put(IndexDb::kEntries, "up", EncodeCacheEntry(up), true).ok());
   }
   auto s = Open(root, Env::Default());
@@ -828,7 +830,7 @@ TEST(ContentStoreTest, CapacityNeverExceededAndLruOrderHolds) {
     auto st = store->stats();
     ASSERT_LE(st.used_bytes + st.reserved_bytes, capacity);
   });
-  auto s = Open(root, &env, ContentStoreOptions{capacity, 0});
+  auto s = Open(root, &env, ContentStoreOptions{capacity, 0, nullptr});
   ASSERT_TRUE(s.ok()) << s.status().message();
   store = s->store.get();
 
@@ -886,7 +888,7 @@ TEST(ContentStoreTest, ConcurrentPublishFindEvictKeepsInvariants) {
     auto st = s->stats();
     if (st.used_bytes + st.reserved_bytes > capacity) over = true;
   });
-  auto s = Open(root, &env, ContentStoreOptions{capacity, 0});
+  auto s = Open(root, &env, ContentStoreOptions{capacity, 0, nullptr});
   ASSERT_TRUE(s.ok()) << s.status().message();
   store = s->store.get();
   auto content = [](const std::string& p) {
@@ -937,7 +939,7 @@ TEST(ContentStoreTest, ConcurrentPublishFindEvictKeepsInvariants) {
   EXPECT_EQ(CountFiles(root + "/data"), st.files);
   EXPECT_EQ(CountFiles(root + "/tmp"), 0u);
   Close(&*s);
-  auto r = Open(root, Env::Default(), ContentStoreOptions{capacity, 0});
+  auto r = Open(root, Env::Default(), ContentStoreOptions{capacity, 0, nullptr});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->store->recovery().entries, st.files);
   EXPECT_EQ(r->store->recovery().entries_dropped, 0u);
@@ -946,7 +948,7 @@ TEST(ContentStoreTest, ConcurrentPublishFindEvictKeepsInvariants) {
 
 TEST(ContentStoreTest, PinnedCopiesAreNotEvicted) {
   TempDir tmp;
-  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{3 * 4096, 0});
+  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{3 * 4096, 0, nullptr});
   ASSERT_TRUE(s.ok());
   ContentStore* store = s->store.get();
   ASSERT_TRUE(Publish(store, Env::Default(), "p", RandomBytes(4096, 1)).ok());
@@ -970,16 +972,116 @@ TEST(ContentStoreTest, PinnedCopiesAreNotEvicted) {
   // The pin survives a restart.
   std::string root = s->dir->root();
   Close(&*s);
-  auto r = Open(root, Env::Default(), ContentStoreOptions{3 * 4096, 0});
+  auto r = Open(root, Env::Default(), ContentStoreOptions{3 * 4096, 0, nullptr});
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->store->Find("o5").has_value());
   EXPECT_TRUE(r->store->Find("o5")->pinned);
 }
 
+TEST(ContentStoreTest, HeldCopiesAreNotEvictedUntilTheHoldsAreCleared) {
+  TempDir tmp;
+  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{3 * 4096, 0, nullptr});
+  ASSERT_TRUE(s.ok());
+  ContentStore* store = s->store.get();
+  // A hold may name a file before it is staged (a home file still to come).
+  store->SetHolds(std::make_shared<const std::unordered_set<std::string>>(
+      std::unordered_set<std::string>{"h", "later"}));
+  EXPECT_TRUE(store->IsHeld("later"));
+  EXPECT_FALSE(store->IsHeld("o0"));
+  ASSERT_TRUE(Publish(store, Env::Default(), "h", RandomBytes(4096, 1)).ok());
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(Publish(store, Env::Default(), "o" + std::to_string(i), RandomBytes(4096, i)).ok());
+    EXPECT_TRUE(store->Contains("h")) << i;
+  }
+  // Not recorded in the index, and an explicit eviction still removes a held copy.
+  EXPECT_FALSE(store->Find("h")->pinned);
+  store->SetHolds(nullptr);
+  for (int i = 6; i < 9; ++i) {
+    ASSERT_TRUE(Publish(store, Env::Default(), "o" + std::to_string(i), RandomBytes(4096, i)).ok());
+  }
+  EXPECT_FALSE(store->Contains("h"));
+}
+
+TEST(ContentStoreTest, WithASealKeyEveryCopyIsSealedAndTheSealSurvivesARestart) {
+  TempDir tmp;
+  auto key = PeerKey::FromBytes(std::string(32, 'k'));
+  ContentStoreOptions options;
+  options.seal_key = key;
+  auto s = Open(tmp / "cache", Env::Default(), options);
+  ASSERT_TRUE(s.ok());
+  const std::string data = RandomBytes(70000, 9);
+  ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "a", data).ok());
+  auto copy = s->store->Find("a");
+  ASSERT_TRUE(copy && copy->seal);
+  Sha256Stream digest;
+  digest.Update(data.data(), data.size());
+  EXPECT_EQ(copy->seal->digest, digest.Finish());
+  EXPECT_TRUE(key->Verify("a", IdentityFor(data), *copy->seal));
+  EXPECT_EQ(copy->origin, CopyOrigin::kBackingStore);
+
+  // A copy from a peer keeps the seal it came with, and its origin.
+  const std::string peer_data = RandomBytes(5000, 10);
+  auto slot = s->store->BeginStaging("b", peer_data.size());
+  ASSERT_TRUE(slot.ok());
+  ASSERT_TRUE(Env::Default()->PwriteAll(slot->fd, peer_data.data(), peer_data.size(), 0).ok());
+  CopySeal peer_seal;
+  Sha256Stream peer_digest;
+  peer_digest.Update(peer_data.data(), peer_data.size());
+  peer_seal.digest = peer_digest.Finish();
+  peer_seal.auth = key->Authenticate("b", IdentityFor(peer_data), peer_seal.digest);
+  CommitItem item{&*slot, IdentityFor(peer_data), peer_seal, CopyOrigin::kPeer, Status::Ok()};
+  s->store->CommitBatch(std::span<CommitItem>(&item, 1));
+  ASSERT_TRUE(item.status.ok()) << item.status.message();
+
+  std::string root = s->dir->root();
+  Close(&*s);
+  auto r = Open(root, Env::Default());
+  ASSERT_TRUE(r.ok());
+  auto a = r->store->Find("a");
+  auto b = r->store->Find("b");
+  ASSERT_TRUE(a && b && a->seal && b->seal);
+  EXPECT_EQ(a->seal, copy->seal);
+  EXPECT_EQ(*b->seal, peer_seal);
+  EXPECT_EQ(b->origin, CopyOrigin::kPeer);
+  // Without a key nothing is sealed.
+  ASSERT_TRUE(Publish(r->store.get(), Env::Default(), "c", "plain").ok());
+  EXPECT_FALSE(r->store->Find("c")->seal.has_value());
+}
+
+TEST(ContentStoreTest, EntriesOfTheFirstFormatStillDecode) {
+  // Version 1: no flags byte and no seal.
+  std::string v1(1, '\x01');
+  for (uint64_t field :
+       {uint64_t{5}, uint64_t{6}, uint64_t{7}, uint64_t{8}, uint64_t{4096}, uint64_t{9}}) {
+    for (int i = 0; i < 8; ++i) v1.push_back(static_cast<char>(field >> (8 * i)));
+  }
+  v1.push_back(1);  // pinned
+  const std::string name = "ab/copy";
+  for (int i = 0; i < 4; ++i) v1.push_back(static_cast<char>(name.size() >> (8 * i)));
+  v1 += name;
+  auto rec = DecodeCacheEntry(v1);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  EXPECT_EQ(rec->identity.size, 5u);
+  EXPECT_TRUE(rec->pinned);
+  EXPECT_FALSE(rec->seal.has_value());
+  EXPECT_EQ(rec->data_name, name);
+  // The current format round-trips, and a damaged flags byte is refused.
+  CacheEntryRecord sealed{name,       FileIdentity{1, 2, 3, 4}, 4096, 5, false,
+                          CopySeal{}, CopyOrigin::kPeer};
+  sealed.seal->digest[3] = 7;
+  auto back = DecodeCacheEntry(EncodeCacheEntry(sealed));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->seal, sealed.seal);
+  EXPECT_EQ(back->origin, CopyOrigin::kPeer);
+  std::string bad = EncodeCacheEntry(sealed);
+  bad[1 + 48 + 1] = static_cast<char>(0x80);
+  EXPECT_FALSE(DecodeCacheEntry(bad).ok());
+}
+
 TEST(ContentStoreTest, FileLargerThanCapacityIsEfbig) {
   TempDir tmp;
   std::string root = tmp / "cache";
-  auto s = Open(root, Env::Default(), ContentStoreOptions{64 * 1024, 0});
+  auto s = Open(root, Env::Default(), ContentStoreOptions{64 * 1024, 0, nullptr});
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "small", "x").ok());
   auto big = s->store->BeginStaging("big", 64 * 1024 + 1);  // 17 blocks in a 16-block cache
@@ -1031,7 +1133,7 @@ TEST(ContentStoreTest, MinFreeHonouredOnATinyTmpfs) {
   std::string root = dev + "/cache";
   {
     // The index lives off the tiny device (RocksDB preallocates its log).
-    auto s = Open(root, Env::Default(), ContentStoreOptions{0, min_free}, tmp / "index");
+    auto s = Open(root, Env::Default(), ContentStoreOptions{0, min_free, nullptr}, tmp / "index");
     ASSERT_TRUE(s.ok()) << s.status().message();
     for (int i = 0; i < 40; ++i) {  // 2.5 MiB into a 2 MiB device
       std::string path = "f" + std::to_string(i);
@@ -1081,7 +1183,7 @@ TEST(ContentStoreTest, MinFreeFromEnv) {
   std::string root = tmp / "cache";
   FaultInjectionEnv env;
   const uint64_t min_free = 100 << 20;
-  auto s = Open(root, &env, ContentStoreOptions{0, min_free});
+  auto s = Open(root, &env, ContentStoreOptions{0, min_free, nullptr});
   ASSERT_TRUE(s.ok());
   // The index is on the same device: the floor keeps room for it too.
   EXPECT_EQ(s->store->free_floor(), min_free + ContentStore::kIndexReserve);
@@ -1100,7 +1202,7 @@ TEST(ContentStoreTest, MinFreeFromEnv) {
 TEST(ContentStoreTest, LruOrderSurvivesRestart) {
   TempDir tmp;
   std::string root = tmp / "cache";
-  const ContentStoreOptions options{3 * 4096, 0};  // room for three 4 KiB copies
+  const ContentStoreOptions options{3 * 4096, 0, nullptr};  // room for three 4 KiB copies
   {
     auto s = Open(root, Env::Default(), options);
     ASSERT_TRUE(s.ok());
@@ -1138,7 +1240,7 @@ TEST(ContentStoreTest, ACacheOfExactlyTheRoundedSizesHoldsEveryFile) {
       0, 1, 4095, 4096, 4097, 8192, 60000, 143000, size_t{1} << 20, (size_t{1} << 20) + 1};
   uint64_t capacity = 0;
   for (size_t size : sizes) capacity += (size + 4095) / 4096 * 4096;
-  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{capacity, 0});
+  auto s = Open(tmp / "cache", Env::Default(), ContentStoreOptions{capacity, 0, nullptr});
   ASSERT_TRUE(s.ok());
   for (size_t i = 0; i < sizes.size(); ++i) {
     Status st = Publish(s->store.get(), Env::Default(), "f" + std::to_string(i),
@@ -1178,7 +1280,7 @@ TEST(ContentStoreTest, ACopyThatAllocatesMoreThanReservedIsToppedUpOrDropped) {
     auto st = store->stats();
     ASSERT_LE(st.used_bytes + st.reserved_bytes, capacity);
   });
-  auto s = Open(root, &env, ContentStoreOptions{capacity, 0});
+  auto s = Open(root, &env, ContentStoreOptions{capacity, 0, nullptr});
   ASSERT_TRUE(s.ok());
   store = s->store.get();
   ASSERT_TRUE(Publish(store, &env, "a", RandomBytes(4096, 1)).ok());
@@ -1213,7 +1315,7 @@ TEST(ContentStoreTest, ReopenWithSmallerCapacityEvictsDownToIt) {
   TempDir tmp;
   std::string root = tmp / "cache";
   {
-    auto s = Open(root, Env::Default(), ContentStoreOptions{1 << 20, 0});
+    auto s = Open(root, Env::Default(), ContentStoreOptions{1 << 20, 0, nullptr});
     ASSERT_TRUE(s.ok());
     for (int i = 0; i < 8; ++i) {
       ASSERT_TRUE(
@@ -1223,7 +1325,7 @@ TEST(ContentStoreTest, ReopenWithSmallerCapacityEvictsDownToIt) {
     }
   }
   const uint64_t capacity = 3 * 4096;
-  auto s = Open(root, Env::Default(), ContentStoreOptions{capacity, 0});
+  auto s = Open(root, Env::Default(), ContentStoreOptions{capacity, 0, nullptr});
   ASSERT_TRUE(s.ok()) << s.status().message();
   auto st = s->store->stats();
   EXPECT_LE(st.used_bytes, capacity);
@@ -1241,7 +1343,8 @@ TEST(ContentStoreTest, FileLargerThanTheDeviceIsEfbigAndEvictsNothing) {
   TinyTmpfs tmpfs(tmp);
   if (!tmpfs.error().empty()) GTEST_SKIP() << tmpfs.error();
   const std::string& dev = tmpfs.path();
-  auto s = Open(dev + "/cache", Env::Default(), ContentStoreOptions{0, 1 << 20}, tmp / "index");
+  auto s =
+      Open(dev + "/cache", Env::Default(), ContentStoreOptions{0, 1 << 20, nullptr}, tmp / "index");
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_TRUE(Publish(s->store.get(), Env::Default(), "small", RandomBytes(4096, 1)).ok());
   auto big = s->store->BeginStaging("big", 1536 * 1024);  // 1.5 MiB: never fits above 1 MiB free

@@ -25,18 +25,21 @@ GroupCommitter::~GroupCommitter() {
   for (auto& t : threads_) t.join();
 }
 
-void GroupCommitter::Submit(StagingSlot* slot, const FileIdentity& identity, Done done) {
+void GroupCommitter::Submit(StagingSlot* slot, const FileIdentity& identity, Done done,
+                            std::optional<CopySeal> seal, CopyOrigin origin) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Pending{slot, identity, std::move(done)});
+    queue_.push_back(Pending{slot, identity, std::move(done), seal, origin});
   }
   cv_.notify_all();  // a lingering group may be waiting for exactly this copy
 }
 
-Status GroupCommitter::Commit(StagingSlot* slot, const FileIdentity& identity) {
+Status GroupCommitter::Commit(StagingSlot* slot, const FileIdentity& identity,
+                              std::optional<CopySeal> seal, CopyOrigin origin) {
   std::promise<Status> outcome;
   std::future<Status> result = outcome.get_future();
-  Submit(slot, identity, [&outcome](const Status& st) { outcome.set_value(st); });
+  Submit(
+      slot, identity, [&outcome](const Status& st) { outcome.set_value(st); }, seal, origin);
   return result.get();
 }
 
@@ -75,7 +78,9 @@ void GroupCommitter::Loop() {
       copies_ += n;
     }
     items.clear();
-    for (const Pending& p : group) items.push_back(CommitItem{p.slot, p.identity, Status::Ok()});
+    for (const Pending& p : group) {
+      items.push_back(CommitItem{p.slot, p.identity, p.seal, p.origin, Status::Ok()});
+    }
     store_->CommitBatch(std::span<CommitItem>(items));
     for (size_t i = 0; i < group.size(); ++i) {
       if (group[i].done) group[i].done(items[i].status);

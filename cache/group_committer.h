@@ -47,10 +47,16 @@ class GroupCommitter {
   GroupCommitter(const GroupCommitter&) = delete;
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
-  // Queues `slot` for publishing as the copy of `identity`; `done` gets the outcome.
-  void Submit(StagingSlot* slot, const FileIdentity& identity, Done done);
+  // Queues `slot` for publishing as the copy of `identity`; `done` gets the outcome. A `seal`
+  // that came with the bytes (a peer's) is kept; without one the store seals the copy if it can
+  // (ContentStore::CommitBatch).
+  void Submit(StagingSlot* slot, const FileIdentity& identity, Done done,
+              std::optional<CopySeal> seal = std::nullopt,
+              CopyOrigin origin = CopyOrigin::kBackingStore);
   // Publishes `slot` with the next group and returns the outcome.
-  Status Commit(StagingSlot* slot, const FileIdentity& identity);
+  Status Commit(StagingSlot* slot, const FileIdentity& identity,
+                std::optional<CopySeal> seal = std::nullopt,
+                CopyOrigin origin = CopyOrigin::kBackingStore);
 
   // Groups published so far and the copies in them (tests, benchmarks).
   uint64_t groups() const;
@@ -61,6 +67,8 @@ class GroupCommitter {
     StagingSlot* slot;
     FileIdentity identity;
     Done done;
+    std::optional<CopySeal> seal;
+    CopyOrigin origin;
   };
   void Loop();
 

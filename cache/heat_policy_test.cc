@@ -181,7 +181,7 @@ TEST(HeatPolicyTest, ContentStoreAdmitsByHeat) {
   const uint64_t per_file = ContentStore::EstimateAlloc(4096);
   ASSERT_EQ(per_file, 4096u);
   auto store = ContentStore::Open(dir->get(), index->get(), Env::Default(),
-                                  ContentStoreOptions{3 * 4096, 0}, std::move(policy));
+                                  ContentStoreOptions{3 * 4096, 0, nullptr}, std::move(policy));
   ASSERT_TRUE(store.ok());
   auto publish = [&](const std::string& path, bool may_evict) -> Status {
     auto slot = (*store)->BeginStaging(path, 4096, may_evict);

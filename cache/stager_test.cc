@@ -669,7 +669,7 @@ TEST_P(StagerEngineTest, ACopyThatOutgrowsItsReservationWithoutRoomIsSkipped) {
   } inflating;
   store_.reset();
   auto store = ContentStore::Open(dir_.get(), index_.get(), &inflating,
-                                  ContentStoreOptions{4096, 0}, NewLruPolicy());
+                                  ContentStoreOptions{4096, 0, nullptr}, NewLruPolicy());
   ASSERT_TRUE(store.ok()) << store.status().message();
   store_ = std::move(*store);
   Add("a", 4000, 1);
