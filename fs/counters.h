@@ -37,6 +37,9 @@ struct MountCounters {
   PaddedCounter read_requests;      // READ requests received by the adapter
   PaddedCounter passthrough_opens;  // opens the kernel reads directly from a staged copy
   PaddedCounter held_copy_opens;    // of those, opens of a copy the kernel already held
+  // Of the hits and of bytes_from_cache: those on copies a peer brought (docs/PEERS.md).
+  PaddedCounter hits_peer_copies;
+  PaddedCounter bytes_from_peer_copies;
 };
 
 }  // namespace clairfs

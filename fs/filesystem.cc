@@ -210,26 +210,35 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
   const bool planned = open_observer_ != nullptr && open_observer_->OnOpen(node->path);
   if (auto copy = store_->Find(node->path); copy) {
     if (copy->identity == identity) {
+      // Hits on copies a peer brought are counted apart (the peer tier's reads by source).
+      const bool peer_copy = copy->origin == CopyOrigin::kPeer;
+      auto from_copy = [&](Result<OpenResult> opened) {
+        if (opened.ok() && peer_copy) {
+          opened->file->from_peer_copy = true;
+          counters_.hits_peer_copies.Add(1);
+        }
+        return opened;
+      };
       int handle = -1;
       HeldCopies* held = held_copies_.load(std::memory_order_acquire);
       if (held != nullptr && held->Claim(ino, identity, copy->data_path, &handle)) {
         counters_.hits.Add(1);
         counters_.held_copy_opens.Add(1);
-        auto opened = OpenFrom(-1, true, ino, identity, std::move(node->path), open_start,
-                               std::move(result), std::move(copy->data_path));
+        auto opened = from_copy(OpenFrom(-1, true, ino, identity, std::move(node->path), open_start,
+                                         std::move(result), std::move(copy->data_path)));
         opened->file->held_handle = handle;
         return opened;
       }
       if (!open_copy_now) {
         counters_.hits.Add(1);
-        return OpenFrom(-1, true, ino, identity, std::move(node->path), open_start,
-                        std::move(result), std::move(copy->data_path));
+        return from_copy(OpenFrom(-1, true, ino, identity, std::move(node->path), open_start,
+                                  std::move(result), std::move(copy->data_path)));
       }
       auto fd = OpenCopy(copy->data_path);
       if (fd.ok()) {
         counters_.hits.Add(1);
-        return OpenFrom(*fd, true, ino, identity, std::move(node->path), open_start,
-                        std::move(result), std::move(copy->data_path));
+        return from_copy(OpenFrom(*fd, true, ino, identity, std::move(node->path), open_start,
+                                  std::move(result), std::move(copy->data_path)));
       }
       // Evicted between Find and open: serve from the backing store below.
     } else {
@@ -308,6 +317,7 @@ void FileSystem::NotePassthroughOpen(OpenFile& file) {
 void FileSystem::NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, double start) {
   counters_.reads.Add(1);
   (file.from_cache ? counters_.bytes_from_cache : counters_.bytes_from_backing).Add(bytes);
+  if (file.from_peer_copy) counters_.bytes_from_peer_copies.Add(bytes);
   file.stats.OnRead(offset, bytes, start, Elapsed());
 }
 

@@ -61,6 +61,7 @@ struct OpenFile {
   // (DataFd): with the page cache warm and keep_cache, most opens never see a READ.
   std::atomic<int> fd{-1};
   bool from_cache = false;
+  bool from_peer_copy = false;  // from_cache, and the copy came from a peer (docs/PEERS.md)
   uint64_t ino = 0;
   uint64_t size = 0;
   std::string path;

@@ -202,7 +202,7 @@ int RunOffline(const StageArgs& a, std::vector<std::string> paths) {
   open.listing = ManifestListing::kRescan;
   open.backing = *tree;
   open.scan_threads = a.threads;
-  open.store_options = ContentStoreOptions{capacity, 0};
+  open.store_options = ContentStoreOptions{capacity, 0, nullptr};
   auto opened = OpenCache(std::move(open), env);
   if (!opened.ok()) return Fail("stage", opened.status());
   Manifest* m = opened->manifest.get();

@@ -30,6 +30,41 @@ std::string Duration(double seconds) {
   return buf;
 }
 
+// The peer tier (docs/PEERS.md): the key, the agent when one is attached, and what peers brought.
+void PrintPeers(const nlohmann::json& j) {
+  if (!j.contains("peers") || !j["peers"].is_object()) return;
+  const auto& p = j["peers"];
+  auto n = [&](const nlohmann::json& o, const char* key) {
+    return static_cast<unsigned long long>(o.value(key, uint64_t{0}));
+  };
+  if (p.value("key", "") != "present") {
+    printf("peers       off: %s\n", p.value("key", "").c_str());
+    return;
+  }
+  const auto received = p.value("received", nlohmann::json::object());
+  const auto wants = p.value("wants", nlohmann::json::object());
+  if (!p.value("attached", false)) {
+    printf(
+        "peers       no agent attached (%s); %llu files (%llu bytes) came from peers, %llu "
+        "served to them\n",
+        p.value("last_detach", std::string("none yet")).c_str(), n(received, "files"),
+        n(received, "bytes"), n(p, "copies_served"));
+    return;
+  }
+  const auto agent = p.value("agent", nlohmann::json::object());
+  printf(
+      "peers       agent pid %llu attached: rank %llu of %llu, %llu live, %llu suspected; "
+      "%llu files held here\n",
+      n(p, "agent_pid"), n(agent, "rank"), n(agent, "ranks"), n(agent, "live"),
+      n(agent, "suspected"), n(p, "held_files"));
+  printf(
+      "peer files  %llu received (%llu bytes, %llu rejected), %llu served; wants: %llu "
+      "delivered, %llu to the PFS (%llu failed, %llu past deadline), %llu in flight\n",
+      n(received, "files"), n(received, "bytes"), n(received, "rejected"), n(p, "copies_served"),
+      n(wants, "delivered"), n(wants, "failed") + n(wants, "expired"), n(wants, "failed"),
+      n(wants, "expired"), n(wants, "taken"));
+}
+
 void PrintHuman(const nlohmann::json& j) {
   auto u = [&](const char* key) { return j.value(key, uint64_t{0}); };
   printf("mount       %s  <-  %s\n", j.value("mountpoint", "").c_str(),
@@ -56,8 +91,11 @@ void PrintHuman(const nlohmann::json& j) {
            failed > 0 ? (", " + std::to_string(failed) + " could not be listed").c_str() : "",
            l.value("done", false) ? "" : ", still listing");
   }
-  printf("bytes read  %s from cache, %s from the backing store\n",
-         FormatBytes(u("bytes_from_cache")).c_str(), FormatBytes(u("bytes_from_backing")).c_str());
+  printf(
+      "bytes read  %s from cache (%s of it from copies peers brought), %s from the backing "
+      "store\n",
+      FormatBytes(u("bytes_from_cache")).c_str(), FormatBytes(u("bytes_from_peer_copies")).c_str(),
+      FormatBytes(u("bytes_from_backing")).c_str());
   printf(
       "changes     --revalidate %s: %llu opens found the file changed, %llu refused it as not the "
       "listed version; %llu staged copies dropped at mount (changed or gone since staged)\n",
@@ -108,6 +146,7 @@ void PrintHuman(const nlohmann::json& j) {
     }
     printf("; threads scheduled %s\n", sched.c_str());
   }
+  PrintPeers(j);
   printf("evictions   %llu (%s)", static_cast<unsigned long long>(u("evictions")),
          FormatBytes(u("evicted_bytes")).c_str());
   if (j.contains("eviction")) printf(", policy %s", j.value("eviction", "").c_str());

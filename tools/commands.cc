@@ -21,6 +21,7 @@ void RegisterAllCommands(CLI::App& app) {
       RegisterPfsEmu,
       RegisterDemo,
       RegisterSimulate,
+      RegisterPeer,
   };
   // clang-format on
   for (RegisterFn fn : kCommands) fn(app);

@@ -27,6 +27,7 @@ void RegisterStage(CLI::App& app);
 void RegisterLs(CLI::App& app);
 void RegisterEvict(CLI::App& app);
 void RegisterPin(CLI::App& app);  // pin and unpin
+void RegisterPeer(CLI::App& app);
 
 // Adds every subcommand in the table to `app`.
 void RegisterAllCommands(CLI::App& app);

@@ -22,6 +22,8 @@ const std::set<std::string>& CounterNames() {
                                               "reads",
                                               "bytes_from_cache",
                                               "bytes_from_backing",
+                                              "hits_peer_copies",
+                                              "bytes_from_peer_copies",
                                               "backing_errors",
                                               "stale_detected",
                                               "not_as_listed",

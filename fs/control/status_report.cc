@@ -89,6 +89,8 @@ nlohmann::json BuildStatus(const StatusSources& s) {
   j["reads"] = c.reads.Get();
   j["bytes_from_cache"] = c.bytes_from_cache.Get();
   j["bytes_from_backing"] = c.bytes_from_backing.Get();
+  j["hits_peer_copies"] = c.hits_peer_copies.Get();
+  j["bytes_from_peer_copies"] = c.bytes_from_peer_copies.Get();
   j["backing_errors"] = c.backing_errors.Get();
   j["stale_detected"] = c.stale_detected.Get();
   j["stale_at_mount"] = c.stale_at_mount.Get();
@@ -118,6 +120,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
        "the kernel reads passthrough files without the daemon: their reads are not counted, "
        "and bytes_from_cache is estimated as the whole file at each passthrough open"}};
   j["list_ahead"] = ListAheadJson(s.list_ahead);
+  j["peers"] = s.peers ? s.peers() : nlohmann::json(nullptr);
   const bool uring_on = s.transport != nullptr && s.transport->uring();
   j["fuse_transport"] = {
       {"state", uring_on ? "io_uring" : "dev_fuse"},

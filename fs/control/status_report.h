@@ -43,8 +43,9 @@ struct StatusSources {
   const HeatStore* heat = nullptr;       // null: "heat" is reported as null
   const FuseTransportState* transport = nullptr;  // null: reported as /dev/fuse
   std::string request_sched;  // CPU policy of the request-serving threads (fs/sched_policy.h)
-  const HeldCopyWarmup* held_warmup = nullptr;  // null: "held_ahead" is reported as null
-  const ListAhead* list_ahead = nullptr;        // null: "list_ahead" is reported as null
+  const HeldCopyWarmup* held_warmup = nullptr;      // null: "held_ahead" is reported as null
+  const ListAhead* list_ahead = nullptr;            // null: "list_ahead" is reported as null
+  std::function<nlohmann::json()> peers = nullptr;  // the "peers" object (null: no peer port)
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

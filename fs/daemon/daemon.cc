@@ -50,6 +50,8 @@
 #include "fs/fuse/list_ahead.h"
 #include "fs/fuse/mount_table.h"
 #include "fs/fuse/sched_policy.h"
+#include "fs/peer/peer_port.h"
+#include "fs/peer/peer_queue.h"
 #include "fs/prefetch/plan_runtime.h"
 #include "planner/base/log.h"
 #include "planner/base/units.h"
@@ -173,6 +175,12 @@ struct Daemon {
   std::unique_ptr<HeatStore> heat;
   std::unique_ptr<ContentStore> store;
   std::unique_ptr<Stager> stager;
+  // The peer tier (docs/PEERS.md): the key (null: off, and why), the staging queue between the
+  // prefetcher and the stager, and the socket an agent attaches to.
+  std::shared_ptr<const PeerKey> peer_key;
+  std::string peer_key_problem;
+  std::unique_ptr<PeerStagingQueue> peer_queue;
+  std::unique_ptr<PeerPort> peer_port;
   std::unique_ptr<FileSystem> fs;
   std::unique_ptr<HeldCopyWarmup> held_warmup;  // runs once the mount has passthrough
   std::unique_ptr<ListAhead> list_ahead;        // lists the mount for the kernel once it is up
@@ -243,7 +251,34 @@ StatusSources StatusSourcesOf(Daemon* d) {
   sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
   sources.held_warmup = d->held_warmup.get();
   sources.list_ahead = d->list_ahead.get();
+  if (PeerPort* port = d->peer_port.get()) {
+    sources.peers = [port] { return port->StatusJson(); };
+  }
   return sources;
+}
+
+// The peer key (MountOptions::peer_key): a key given explicitly must load; the default one may be
+// absent (peers off, and status says why), and one present but unusable is logged.
+Status LoadPeerKey(Daemon* d) {
+  const MountOptions& o = d->options;
+  if (o.peer_key == "none") {
+    d->peer_key_problem = "the mount was given --peer-key none";
+    return Status::Ok();
+  }
+  auto key = PeerKey::Load(o.peer_key, getuid());
+  if (key.ok()) {
+    d->peer_key = *key;
+    Log(LogLevel::kInfo, "peer key %s (id %s): copies are sealed; a job's agent may attach",
+        o.peer_key.c_str(), (*key)->KeyId().c_str());
+    return Status::Ok();
+  }
+  if (o.peer_key_given) return key.status().WithContext("--peer-key");
+  d->peer_key_problem =
+      key.status().code() == ENOENT ? "no peer key at " + o.peer_key : key.status().message();
+  if (key.status().code() != ENOENT) {
+    Log(LogLevel::kWarn, "%s: the peer tier is off", key.status().message().c_str());
+  }
+  return Status::Ok();
 }
 
 Status StartDaemon(Daemon* d) {
@@ -263,6 +298,7 @@ Status StartDaemon(Daemon* d) {
   auto backing = BackingTree::Open(d->paths.backing, env);
   if (!backing.ok()) return backing.status();
   d->backing = std::move(*backing);
+  CLAIRFS_RETURN_IF_ERROR(LoadPeerKey(d));
   // The cache as a unit (cache/cache_opener.h): index, manifest, heat, the store and its policy.
   CacheOpenOptions open;
   open.acquired = std::move(d->cache_dir);
@@ -272,7 +308,7 @@ Status StartDaemon(Daemon* d) {
   open.backing_root = d->paths.backing;
   open.scan_threads = d->options.scan_threads;
   open.open_heat = true;
-  open.store_options = ContentStoreOptions{d->options.capacity, d->options.min_free};
+  open.store_options = ContentStoreOptions{d->options.capacity, d->options.min_free, d->peer_key};
   // With a plan at mount the plan decides; otherwise heat does (plain LRU while the index holds
   // no heat, or while a plan set later is active).
   open.make_policy = [d](HeatStore* heat) -> std::unique_ptr<EvictionPolicy> {
@@ -342,7 +378,10 @@ Status StartDaemon(Daemon* d) {
 
   PlanRuntimeDeps plan_deps;
   plan_deps.store = d->store.get();
-  plan_deps.stager = d->stager.get();
+  // The prefetcher stages through the peer queue: its requests reach the stager directly
+  // until an agent attaches (fs/peer/peer_queue.h).
+  d->peer_queue = std::make_unique<PeerStagingQueue>(d->stager.get());
+  plan_deps.stager = d->peer_queue.get();
   plan_deps.manifest = d->manifest.get();
   plan_deps.policy = d->plan_policy;
   plan_deps.backing_root = d->paths.backing;
@@ -382,6 +421,18 @@ Status StartDaemon(Daemon* d) {
     }
   }
   d->control = std::make_unique<ControlServer>(control_stem + ".sock", getuid());
+  // Made before the status handlers, which report it; started with the control socket.
+  PeerPortSources peer_sources;
+  peer_sources.socket_path = control_stem + ".peer";
+  peer_sources.owner_uid = getuid();
+  peer_sources.allow_other = d->options.allow_other;
+  peer_sources.manifest = d->manifest.get();
+  peer_sources.store = d->store.get();
+  peer_sources.plan = d->plan.get();
+  peer_sources.queue = d->peer_queue.get();
+  peer_sources.key = d->peer_key;
+  peer_sources.key_problem = d->peer_key_problem;
+  d->peer_port = std::make_unique<PeerPort>(std::move(peer_sources));
   const StatusSources status_sources = StatusSourcesOf(d);
   PlanRuntime* plan_runtime = d->plan.get();
   RegisterStatusHandlers(d->control.get(), status_sources);
@@ -409,6 +460,11 @@ Status StartDaemon(Daemon* d) {
     d->control.reset();
   } else {
     d->fs->set_control_socket(d->control->socket_path());
+    Status peer_started = d->peer_port->Start();
+    if (!peer_started.ok()) {
+      Log(LogLevel::kWarn, "peer socket unavailable (%s): no peer agent can attach",
+          peer_started.message().c_str());
+    }
   }
 
   FuseAdapterOptions adapter_options;
@@ -449,6 +505,7 @@ Status StartDaemon(Daemon* d) {
 void StopDaemon(Daemon* d) {
   d->metrics.reset();  // stops the writer thread and removes the file
   if (d->control) d->control->Stop();
+  if (d->peer_port) d->peer_port->Stop();      // the agent detaches: wants go to the stager
   if (d->held_warmup) d->held_warmup->Stop();  // it holds into the adapter's passthrough
   // A listing in flight waits for a request thread; the walk is joined once the session is gone.
   if (d->list_ahead) d->list_ahead->RequestStop();
@@ -467,6 +524,8 @@ void StopDaemon(Daemon* d) {
   d->held_warmup.reset();
   d->fs.reset();
   d->plan.reset();
+  d->peer_port.reset();  // its deliverer publishes what it holds into the store
+  d->peer_queue.reset();
   d->stager.reset();
   d->store.reset();
   d->heat.reset();

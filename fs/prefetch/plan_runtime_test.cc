@@ -115,7 +115,7 @@ class PlanRuntimeTest : public ::testing::Test {
     auto policy = std::make_unique<PlanPolicy>();
     policy_ = policy.get();
     auto store = ContentStore::Open(cache_dir_.get(), index_.get(), Env::Default(),
-                                    ContentStoreOptions{capacity, 0}, std::move(policy));
+                                    ContentStoreOptions{capacity, 0, nullptr}, std::move(policy));
     ASSERT_TRUE(store.ok()) << store.status().message();
     store_ = std::move(*store);
     PlanRuntimeDeps deps;
