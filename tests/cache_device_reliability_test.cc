@@ -29,7 +29,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/devices.h"
 #include "tests/mount_helpers.h"
@@ -117,15 +116,12 @@ class CacheDeviceReliabilityTest : public MountDirsTest {
     run.umounted = unmounted.exit_code == 0;
     if (!run.umounted) run.problem += " umount: " + unmounted.err;
     if (fault.cache_survives && run.umounted) {
-      CommandResult fsck = testing::Run(
-          {ClairfsBin(), "fsck", "--cache", cache, "--verify", "--backing", backing_, "--json"});
-      auto report = nlohmann::json::parse(fsck.out, nullptr, false);
-      if (report.is_discarded() || !report.contains("verify")) {
+      const FsckVerdict fsck = FsckVerify(cache, backing_);
+      if (!fsck.ran) {
         ++run.fsck_failed;
-        run.problem += " fsck: " + fsck.out + fsck.err;
-      } else {
-        run.fsck_findings += report["verify"].value("mismatched", uint64_t{0});
+        run.problem += " fsck: " + fsck.output;
       }
+      run.fsck_findings += fsck.mismatched;
     }
     return run;
   }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace clairfs::testing {
 namespace {
@@ -252,6 +253,27 @@ std::string VerifyingReaders::ErrorsText() const {
 std::string VerifyingReaders::first_wrong() const {
   std::lock_guard<std::mutex> lock(mu_);
   return first_wrong_;
+}
+
+FsckVerdict FsckVerify(const std::string& cache, const std::string& backing) {
+  FsckVerdict verdict;
+  CommandResult fsck = Run(
+      {ClairfsBin(), "fsck", "--cache", cache, "--verify", "--backing", backing, "--json"}, 300);
+  verdict.output = fsck.out + fsck.err;
+  auto report = nlohmann::json::parse(fsck.out, nullptr, false);
+  if (report.is_discarded() || !report.contains("verify") || !report.contains("recovery")) {
+    return verdict;
+  }
+  verdict.ran = true;
+  const auto& verify = report["verify"];
+  verdict.mismatched = verify.value("mismatched", uint64_t{0});
+  verdict.findings = verdict.mismatched + verify.value("missing", uint64_t{0}) +
+                     verify.value("unreadable", uint64_t{0});
+  const auto& recovery = report["recovery"];
+  verdict.repairs = recovery.value("temp_removed", uint64_t{0}) +
+                    recovery.value("entries_dropped", uint64_t{0}) +
+                    recovery.value("orphans_removed", uint64_t{0});
+  return verdict;
 }
 
 uint64_t VerifyEveryByte(const std::string& mountpoint,

@@ -141,6 +141,16 @@ class VerifyingReaders {
   int hung_ = 0;
 };
 
+// What `clairfs fsck --cache CACHE --verify --backing BACKING --json` found.
+struct FsckVerdict {
+  bool ran = false;         // it printed its report
+  uint64_t findings = 0;    // copies mismatched, missing or unreadable
+  uint64_t mismatched = 0;  // copies that differ from their backing file
+  uint64_t repairs = 0;     // temp copies, entries and orphans its recovery removed
+  std::string output;       // what it printed, for failure messages
+};
+FsckVerdict FsckVerify(const std::string& cache, const std::string& backing);
+
 // Reads every file of `files` through `mountpoint` once, in one thread; returns the wrong bytes
 // (errors count as all of the file's bytes wrong: nothing may fail here) and describes the first
 // problem in *first_problem.
