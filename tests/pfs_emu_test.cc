@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <thread>
 
@@ -157,6 +158,35 @@ TEST_F(PfsEmuTest, InjectedErrorsReachTheReaderAsThatErrno) {
   // Unmatched files still read correctly.
   std::vector<SyntheticFile> fine(files_.begin(), files_.begin() + 3);
   EXPECT_TRUE(ReadFiles(mnt_, fine, 1, true).ok());
+}
+
+// A per-file hang: opens (or reads) of the matching files wait, the others answer at once, even
+// while a slow open is in flight.
+TEST_F(PfsEmuTest, SlowRulesDelayOnlyTheMatchingFiles) {
+  ASSERT_NO_FATAL_FAILURE(
+      Mount({"--slow", "class_0001/*:1500", "--slow", "read:class_0002/*:300"}));
+  auto slow_open = std::async(std::launch::async, [&] {
+    auto start = Clock::now();
+    int fd = open(InMount(files_[20].relpath).c_str(), O_RDONLY);  // class_0001
+    if (fd >= 0) close(fd);
+    return std::make_pair(fd >= 0, SecondsSince(start));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto start = Clock::now();
+  int fd = open(InMount(files_[0].relpath).c_str(), O_RDONLY);  // class_0000
+  ASSERT_GE(fd, 0);
+  close(fd);
+  EXPECT_LT(SecondsSince(start), 0.5);
+  auto [opened, seconds] = slow_open.get();
+  EXPECT_TRUE(opened);
+  EXPECT_GE(seconds, 1.5 * 0.95);
+  fd = open(InMount(files_[40].relpath).c_str(), O_RDONLY);  // class_0002
+  ASSERT_GE(fd, 0);
+  char buf[4096];
+  start = Clock::now();
+  EXPECT_EQ(pread(fd, buf, sizeof(buf), 0), static_cast<ssize_t>(sizeof(buf)));
+  EXPECT_GE(SecondsSince(start), 0.3 * 0.95);
+  close(fd);
 }
 
 TEST_F(PfsEmuTest, ConcurrentOpensOverlapTheirLatency) {

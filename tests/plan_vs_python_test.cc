@@ -31,6 +31,7 @@ namespace {
 
 using testing::ClairfsBin;
 using testing::CommandResult;
+using testing::InCi;
 using testing::MakeDirs;
 
 using testing::TempDir;
@@ -149,11 +150,6 @@ def main():
 if __name__ == "__main__":
     main()
 )PY";
-
-bool InCi() {
-  const char* ci = getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
 
 // Empty if the oracle can run, else why not.
 std::string OracleUnavailable() {

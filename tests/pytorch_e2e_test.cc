@@ -66,8 +66,7 @@ print(json.dumps({'checked': checked, 'per_epoch': per_epoch,
 TEST(PytorchE2eTest, DistributedSamplerThroughAPlannedMountIsByteExactAndHitsAfterWarmup) {
   CommandResult probe = testing::Run({kPython, "-c", "import torch, torchvision"}, 120);
   if (probe.exit_code != 0) {
-    const char* ci = getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") {
+    if (InCi()) {
       FAIL() << "CI=true but " << kPython << " cannot import torch/torchvision: " << probe.err;
     }
     GTEST_SKIP() << kPython << " has no torch/torchvision (apt-get install python3-torch "

@@ -36,11 +36,6 @@ namespace {
 
 namespace fsys = std::filesystem;
 
-bool InCi() {
-  const char* ci = getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
 bool HaveTool(const std::string& tool) {
   return clairfs::testing::Run({"sh", "-c", "command -v " + tool}).exit_code == 0;
 }

@@ -159,6 +159,11 @@ CommandResult Shell(const std::string& command_line, int timeout_seconds) {
   return Run({"/bin/sh", "-c", command_line}, timeout_seconds);
 }
 
+bool InCi() {
+  const char* ci = getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
 std::string ClairfsBin() {
   const char* bin = getenv("CLAIRFS_BIN");
   if (bin && *bin) return bin;

@@ -45,6 +45,10 @@ CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds = 12
 // Runs a shell command line with /bin/sh -c.
 CommandResult Shell(const std::string& command_line, int timeout_seconds = 120);
 
+// True under CI=true, where a test that cannot run for a reason inside the project (a package
+// .ci/install-deps installs is missing) fails instead of skipping.
+bool InCi();
+
 // Path of the built `clairfs` binary ($CLAIRFS_BIN, set by ctest).
 std::string ClairfsBin();
 // Path of ../shared (the read-only project data), found from the source tree.

@@ -82,6 +82,12 @@ void FaultInjectionEnv::ClearFaults() {
   crashed_ = false;
 }
 
+void FaultInjectionEnv::AfterOpen(const std::string& substring, std::function<void()> action) {
+  std::lock_guard<std::mutex> lock(mu_);
+  after_open_substring_ = substring;
+  after_open_ = std::move(action);
+}
+
 bool FaultInjectionEnv::crashed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return crashed_;
@@ -158,10 +164,16 @@ Status FaultInjectionEnv::Before(FaultOp op, const std::string& path) {
 Result<int> FaultInjectionEnv::Open(const std::string& path, int flags, mode_t mode) {
   CLAIRFS_RETURN_IF_ERROR(Before(FaultOp::kOpen, path));
   auto fd = target()->Open(path, flags, mode);
+  std::function<void()> action;
   if (fd.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     fd_paths_[*fd] = path;
+    if (after_open_ && path.find(after_open_substring_) != std::string::npos) {
+      action = std::move(after_open_);
+      after_open_ = nullptr;
+    }
   }
+  if (action) action();
   return fd;
 }
 

@@ -15,12 +15,16 @@
 //     no rename). Close still releases the real fd (the kernel would) but reports EIO.
 //     crashed() says whether the crash point was reached. Tests then drop the store and re-open
 //     the same directory with Env::Default() to check recovery.
+//   - AfterOpen(substring, action): runs `action` once, right after the first Open of a path
+//     containing `substring` succeeds (outside the Env's lock): e.g. to kill a real device while
+//     a copy is in flight on it, for writes that bypass the Env (the io_uring engine's).
 // Counting: calls(op) counts every call (failed or not) since construction or ResetCounts();
 // trace() lists "<op> <path>" of every call in order while tracing is on.
 // The clocks are forwarded and never fail.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -62,6 +66,7 @@ class FaultInjectionEnv : public EnvWrapper {
   void SetShortReads(size_t max_bytes);  // 0 = off
   void SetFreeBytes(std::optional<uint64_t> bytes);
   void CrashAfter(uint64_t steps);
+  void AfterOpen(const std::string& substring, std::function<void()> action);
   // Removes every fault and the crash (counts and trace are kept).
   void ClearFaults();
   bool crashed() const;
@@ -121,6 +126,8 @@ class FaultInjectionEnv : public EnvWrapper {
   bool tracing_ = false;
   std::vector<std::string> trace_;
   std::unordered_map<int, std::string> fd_paths_;
+  std::string after_open_substring_;
+  std::function<void()> after_open_;  // run once, then cleared
 };
 
 }  // namespace clairfs

@@ -26,6 +26,7 @@ struct PfsEmuArgs {
   std::string bandwidth = "0";
   std::string stream_bandwidth = "0";
   std::vector<std::string> fail;
+  std::vector<std::string> slow;
   bool foreground = false;
 };
 
@@ -56,6 +57,11 @@ Result<PfsEmuOptions> BuildOptions(const PfsEmuArgs& args) {
     auto rule = ParseFailRule(text);
     if (!rule.ok()) return rule.status();
     options.fail_rules.push_back(*rule);
+  }
+  for (const auto& text : args.slow) {
+    auto rule = ParseSlowRule(text);
+    if (!rule.ok()) return rule.status();
+    options.slow_rules.push_back(*rule);
   }
   return options;
 }
@@ -88,6 +94,13 @@ void RegisterPfsEmu(CLI::App& app) {
   cmd->add_option("--fail", args->fail,
                   "GLOB:ERRNO makes opens of matching relative paths fail (e.g. "
                   "'class_0001/*:EIO'); read:GLOB:ERRNO makes their reads fail. Repeatable")
+      ->type_name("RULE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--slow", args->slow,
+                  "GLOB:MS makes opens of matching relative paths take MS ms more (e.g. "
+                  "'class_0001/*:20000': a per-file hang); read:GLOB:MS delays each of their "
+                  "reads. Repeatable")
       ->type_name("RULE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -39,11 +39,15 @@ void ReplyErrorAfter(fuse_req_t req, uint64_t delay_ns, int error) {
 // One open file: the backing fd, the errno of a matching read: failure rule, and its own
 // bandwidth cap.
 struct OpenFile {
-  OpenFile(int fd_in, uint64_t stream_rate, int read_error_in)
-      : fd(fd_in), read_error(read_error_in), stream(stream_rate) {}
+  OpenFile(int fd_in, uint64_t stream_rate, int read_error_in, uint64_t read_delay_ns_in)
+      : fd(fd_in),
+        read_error(read_error_in),
+        read_delay_ns(read_delay_ns_in),
+        stream(stream_rate) {}
   ~OpenFile() { close(fd); }
   const int fd;
-  const int read_error;  // from a read: failure rule, or 0
+  const int read_error;          // from a read: failure rule, or 0
+  const uint64_t read_delay_ns;  // from a read: slow rule, or 0
   TokenBucket stream;
 };
 
@@ -150,13 +154,15 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   PfsEmuFs* fs = Fs(req);
-  const uint64_t delay = fs->options().open_latency_ns;
+  uint64_t delay = fs->options().open_latency_ns;
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
     return (void)fuse_reply_err(req, EROFS);
   }
   auto inode = fs->inodes().Find(ino);
   if (!inode) return ReplyErrorAfter(req, delay, ESTALE);
   CLAIRFS_LOG_DEBUG("open %s", inode->relpath.c_str());
+  const auto& slow = fs->options().slow_rules;
+  delay += MatchSlowRule(slow, PfsFailRule::Op::kOpen, inode->relpath);
   const auto& rules = fs->options().fail_rules;
   if (int error = MatchFailRule(rules, PfsFailRule::Op::kOpen, inode->relpath)) {
     return ReplyErrorAfter(req, delay, error);
@@ -165,7 +171,8 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (fd < 0) return ReplyErrorAfter(req, delay, errno);
   auto file =
       std::make_unique<OpenFile>(fd, fs->options().stream_bandwidth,
-                                 MatchFailRule(rules, PfsFailRule::Op::kRead, inode->relpath));
+                                 MatchFailRule(rules, PfsFailRule::Op::kRead, inode->relpath),
+                                 MatchSlowRule(slow, PfsFailRule::Op::kRead, inode->relpath));
   fuse_file_info reply_fi = *fi;  // `fi` is only valid during this call
   reply_fi.fh = reinterpret_cast<uint64_t>(file.get());
   reply_fi.direct_io = 1;  // every read reaches us: the page cache cannot hide the PFS
@@ -182,9 +189,9 @@ void OpRead(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t offset, fuse_
   PfsEmuFs* fs = Fs(req);
   const PfsEmuOptions& options = fs->options();
   auto* file = reinterpret_cast<OpenFile*>(fi->fh);
-  if (file->read_error != 0) return ReplyErrorAfter(req, options.read_latency_ns, file->read_error);
-  const bool immediate =
-      options.read_latency_ns == 0 && options.bandwidth == 0 && options.stream_bandwidth == 0;
+  const uint64_t latency = options.read_latency_ns + file->read_delay_ns;
+  if (file->read_error != 0) return ReplyErrorAfter(req, latency, file->read_error);
+  const bool immediate = latency == 0 && options.bandwidth == 0 && options.stream_bandwidth == 0;
   // Nothing to charge: read into this worker's reusable buffer and answer at once. (Replying with
   // the backing fd and FUSE_CAP_SPLICE_WRITE/MOVE was slower in one A/B run on this loaded
   // 2-core machine, 0.04x vs 0.07x of direct reads, so the bytes take one user-space copy.)
@@ -202,13 +209,13 @@ void OpRead(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t offset, fuse_
   while (got < size) {
     ssize_t n = pread(file->fd, buf + got, size - got, offset + static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ReplyErrorAfter(req, options.read_latency_ns, errno);
+    if (n < 0) return ReplyErrorAfter(req, latency, errno);
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }
   if (immediate) return (void)fuse_reply_buf(req, buf, got);
   // The bytes leave after the request latency, at the pace both buckets allow.
-  uint64_t due = DueIn(options.read_latency_ns);
+  uint64_t due = DueIn(latency);
   if (options.bandwidth > 0) due = std::max(due, fs->aggregate_bucket().Reserve(got, due));
   if (options.stream_bandwidth > 0) due = std::max(due, file->stream.Reserve(got, due));
   fs->replies().Submit(due,

@@ -90,25 +90,63 @@ std::string ErrnoName(int error) {
   return std::to_string(error);
 }
 
-Result<PfsFailRule> ParseFailRule(std::string_view text) {
-  PfsFailRule rule;
+namespace {
+
+// Splits "[read:|open:]GLOB:VALUE" into the operation, the glob and the value's text; false when
+// there is no glob or no ':'.
+bool SplitRule(std::string_view text, PfsFailRule::Op* op, std::string* glob,
+               std::string_view* value) {
   std::string_view rest = text;
+  *op = PfsFailRule::Op::kOpen;
   if (rest.rfind("read:", 0) == 0) {
-    rule.op = PfsFailRule::Op::kRead;
+    *op = PfsFailRule::Op::kRead;
     rest.remove_prefix(5);
   } else if (rest.rfind("open:", 0) == 0) {
     rest.remove_prefix(5);
   }
-  size_t colon = rest.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  *glob = std::string(rest.substr(0, colon));
+  *value = rest.substr(colon + 1);
+  return true;
+}
+
+}  // namespace
+
+Result<PfsFailRule> ParseFailRule(std::string_view text) {
+  PfsFailRule rule;
+  std::string_view value;
+  if (!SplitRule(text, &rule.op, &rule.glob, &value)) {
     return Status::Invalid("invalid --fail '" + std::string(text) +
                            "' (expected GLOB:ERRNO or read:GLOB:ERRNO, e.g. 'class_0001/*:EIO')");
   }
-  auto error = ParseErrno(rest.substr(colon + 1));
+  auto error = ParseErrno(value);
   if (!error.ok()) return error.status().WithContext("invalid --fail '" + std::string(text) + "'");
-  rule.glob = std::string(rest.substr(0, colon));
   rule.error = *error;
   return rule;
+}
+
+Result<PfsSlowRule> ParseSlowRule(std::string_view text) {
+  PfsSlowRule rule;
+  std::string_view value;
+  if (!SplitRule(text, &rule.op, &rule.glob, &value)) {
+    return Status::Invalid("invalid --slow '" + std::string(text) +
+                           "' (expected GLOB:MS or read:GLOB:MS, e.g. 'class_0001/*:20000')");
+  }
+  auto delay = ParseLatencyMs(value);
+  if (!delay.ok()) return delay.status().WithContext("invalid --slow '" + std::string(text) + "'");
+  rule.delay_ns = *delay;
+  return rule;
+}
+
+uint64_t MatchSlowRule(const std::vector<PfsSlowRule>& rules, PfsFailRule::Op op,
+                       std::string_view relpath) {
+  if (rules.empty()) return 0;
+  std::string path(relpath);
+  for (const auto& rule : rules) {
+    if (rule.op == op && fnmatch(rule.glob.c_str(), path.c_str(), 0) == 0) return rule.delay_ns;
+  }
+  return 0;
 }
 
 int MatchFailRule(const std::vector<PfsFailRule>& rules, PfsFailRule::Op op,

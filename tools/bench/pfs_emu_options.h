@@ -6,6 +6,9 @@
 // (e.g. "class_0001/img_00000042.jpg"); ERRNO is a number or a name (EIO, ENOENT, EACCES, ...).
 // A plain rule makes open(2) fail with that errno; a read: rule lets open succeed and makes every
 // read of the file fail (a PFS that breaks mid-file). The first matching rule wins.
+// A slow rule is GLOB:MS, or read:GLOB:MS: opens (or each read) of matching files take MS more
+// milliseconds, on top of the global latencies (a PFS whose storage target for some files hangs
+// while the rest answer). The first matching rule wins.
 //
 // Thread-safety: values and pure functions. Errors: EINVAL Status values naming the bad text.
 #pragma once
@@ -26,6 +29,12 @@ struct PfsFailRule {
   int error = 0;  // errno, > 0
 };
 
+struct PfsSlowRule {
+  PfsFailRule::Op op = PfsFailRule::Op::kOpen;
+  std::string glob;
+  uint64_t delay_ns = 0;
+};
+
 struct PfsEmuOptions {
   std::string backing;     // the directory served (absolute after Validate in the daemon)
   std::string mountpoint;  // an empty directory
@@ -35,6 +44,7 @@ struct PfsEmuOptions {
   uint64_t bandwidth = 0;         // bytes/s over all files, 0 = unlimited
   uint64_t stream_bandwidth = 0;  // bytes/s per open file, 0 = unlimited
   std::vector<PfsFailRule> fail_rules;
+  std::vector<PfsSlowRule> slow_rules;
   bool foreground = false;
 };
 
@@ -49,5 +59,10 @@ Result<PfsFailRule> ParseFailRule(std::string_view text);
 // The errno of the first rule for `op` whose glob matches `relpath`, or 0.
 int MatchFailRule(const std::vector<PfsFailRule>& rules, PfsFailRule::Op op,
                   std::string_view relpath);
+// "GLOB:MS" or "read:GLOB:MS" (the milliseconds are after the last ':').
+Result<PfsSlowRule> ParseSlowRule(std::string_view text);
+// The added delay (ns) of the first slow rule for `op` whose glob matches `relpath`, or 0.
+uint64_t MatchSlowRule(const std::vector<PfsSlowRule>& rules, PfsFailRule::Op op,
+                       std::string_view relpath);
 
 }  // namespace clairfs

@@ -67,5 +67,31 @@ TEST(PfsEmuOptions, FirstMatchingRuleOfTheOperationWins) {
   EXPECT_EQ(MatchFailRule({}, Op::kOpen, "x"), 0);
 }
 
+TEST(PfsEmuOptions, SlowRules) {
+  auto open_rule = ParseSlowRule("class_0001/*:20000");
+  ASSERT_TRUE(open_rule.ok());
+  EXPECT_EQ(open_rule->op, PfsFailRule::Op::kOpen);
+  EXPECT_EQ(open_rule->glob, "class_0001/*");
+  EXPECT_EQ(open_rule->delay_ns, 20'000'000'000u);
+  auto read_rule = ParseSlowRule("read:a:b:0.5");
+  ASSERT_TRUE(read_rule.ok());
+  EXPECT_EQ(read_rule->op, PfsFailRule::Op::kRead);
+  EXPECT_EQ(read_rule->glob, "a:b");
+  EXPECT_EQ(read_rule->delay_ns, 500'000u);
+  for (const char* bad : {"", "100", ":100", "x:", "x:soon", "x:-1", "read:100"}) {
+    auto r = ParseSlowRule(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), EINVAL);
+    EXPECT_NE(r.status().message().find("--slow"), std::string::npos) << r.status().message();
+  }
+  std::vector<PfsSlowRule> rules = {*read_rule, *open_rule, ParseSlowRule("*:1").value()};
+  using Op = PfsFailRule::Op;
+  EXPECT_EQ(MatchSlowRule(rules, Op::kOpen, "class_0001/x"), 20'000'000'000u);
+  EXPECT_EQ(MatchSlowRule(rules, Op::kOpen, "class_0002/x"), 1'000'000u);
+  EXPECT_EQ(MatchSlowRule(rules, Op::kRead, "a:b"), 500'000u);
+  EXPECT_EQ(MatchSlowRule(rules, Op::kRead, "class_0001/x"), 0u);
+  EXPECT_EQ(MatchSlowRule({}, Op::kOpen, "x"), 0u);
+}
+
 }  // namespace
 }  // namespace clairfs
