@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -569,6 +570,7 @@ void ContentStore::CommitBatch(std::span<CommitItem> items) {
 
   // 5. Served from now on.
   device_log_.Published();
+  copies_unreadable_until_ns_.store(0, std::memory_order_relaxed);
   for (size_t i = 0; i < renamed.size(); ++i) {
     StagingSlot* slot = renamed[i].item->slot;
     const uint64_t alloc = renamed[i].alloc;
@@ -693,6 +695,25 @@ ContentStoreStats ContentStore::stats() {
   s.evictions = evictions_.load();
   s.evicted_bytes = evicted_bytes_.load();
   return s;
+}
+
+namespace {
+int64_t SteadyNowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void ContentStore::ReportCopyReadError(const Status& error) {
+  device_log_.Failed(DeviceCondition::kLost, error);
+  copies_unreadable_until_ns_.store(SteadyNowNanos() + kCopyReadPauseNanos,
+                                    std::memory_order_relaxed);
+}
+
+bool ContentStore::copies_readable() const {
+  const int64_t until = copies_unreadable_until_ns_.load(std::memory_order_relaxed);
+  return until == 0 || SteadyNowNanos() >= until;
 }
 
 }  // namespace clairfs

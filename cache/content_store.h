@@ -200,6 +200,15 @@ class ContentStore {
   // A copy failed on the cache device outside the store (a stager's write or fsync): counted
   // toward the device's full or lost condition (see the top of this file).
   void ReportDeviceError(const Status& error) { device_log_.Failed(error); }
+  // A published copy could not be opened or read (an error other than its being gone, e.g. the
+  // device died): counted as the device lost, and copies are not served (copies_readable() is
+  // false, so opens go to the backing store) for kCopyReadPause, or until a copy is published
+  // again; then the next open tries its copy again (one failed open per pause on a dead device,
+  // while one bad copy does not turn the cache off for the rest of the mount).
+  void ReportCopyReadError(const Status& error);
+  static constexpr int64_t kCopyReadPauseNanos = 10'000'000'000;
+  // A relaxed load and a clock read, for the open path.
+  bool copies_readable() const;
   CacheDeviceLog& device_log() { return device_log_; }
 
  private:
@@ -259,6 +268,7 @@ class ContentStore {
   std::atomic<uint64_t> next_generation_;
   RecoveryReport recovery_;
   CacheDeviceLog device_log_;
+  std::atomic<int64_t> copies_unreadable_until_ns_{0};  // steady clock; 0: readable
 };
 
 // Encoding of index entries (CACHE/index, family "entries").

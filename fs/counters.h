@@ -33,6 +33,9 @@ struct MountCounters {
   // Opens refused because the backing file is not the listed version any more (ESTALE): changed
   // or replaced while mounted (cache/backing_tree.h).
   PaddedCounter not_as_listed;
+  // Opens and reads of a staged copy that failed (not because it was gone: its device failed)
+  // and were served from the backing file instead.
+  PaddedCounter copy_read_fallbacks;
   PaddedCounter lookups;
   PaddedCounter read_requests;      // READ requests received by the adapter
   PaddedCounter passthrough_opens;  // opens the kernel reads directly from a staged copy

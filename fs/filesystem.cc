@@ -208,7 +208,10 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
   const FileIdentity identity = node->attr.identity();
   // Before Find, so a hit's eviction key already reflects this use of the plan.
   const bool planned = open_observer_ != nullptr && open_observer_->OnOpen(node->path);
-  if (auto copy = store_->Find(node->path); copy) {
+  std::optional<StagedCopy> copy;
+  // After a copy failed to read, opens go to the backing store for a while (a dead device).
+  if (store_->copies_readable()) copy = store_->Find(node->path);
+  if (copy) {
     if (copy->identity == identity) {
       // Hits on copies a peer brought are counted apart (the peer tier's reads by source).
       const bool peer_copy = copy->origin == CopyOrigin::kPeer;
@@ -240,7 +243,8 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
         return from_copy(OpenFrom(*fd, true, ino, identity, std::move(node->path), open_start,
                                   std::move(result), std::move(copy->data_path)));
       }
-      // Evicted between Find and open: serve from the backing store below.
+      // Evicted between Find and open, or unreadable: serve from the backing store below.
+      if (fd.status().code() != ENOENT) NoteCopyReadError(node->path, fd.status());
     } else {
       // Never serve a copy of other bytes than the backing file's current ones.
       (void)store_->Evict(node->path, /*force=*/true);
@@ -279,8 +283,13 @@ Result<int> FileSystem::DataFd(OpenFile& file) {
     return Status::Error(EIO, "no daemon fd for a passthrough open");
   }
   auto opened = OpenCopy(file.data_path);
-  if (!opened.ok() && opened.status().code() == ENOENT)
+  if (!opened.ok()) {
+    // Gone (evicted since the open) or unreadable (its device failed): the listed backing file
+    // has the same bytes.
+    if (opened.status().code() != ENOENT) NoteCopyReadError(file.path, opened.status());
+    file.copy_failed.store(true, std::memory_order_release);
     opened = OpenBacking(file.path, file.identity);
+  }
   if (!opened.ok()) return opened.status();
   // Concurrent first READs: one fd wins, the others are closed.
   int expected = -1;
@@ -299,6 +308,11 @@ Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t of
   }
   const double start = Elapsed();
   auto n = env_->Pread(*fd, buf, size, offset);
+  if (!n.ok() && file.from_cache && !file.copy_failed.load(std::memory_order_acquire)) {
+    NoteCopyReadError(file.path, n.status());
+    auto backing_fd = SwitchToBacking(file, *fd);
+    if (backing_fd.ok()) n = env_->Pread(*backing_fd, buf, size, offset);
+  }
   if (!n.ok()) {
     if (!file.from_cache) counters_.backing_errors.Add(1);
     Log(LogLevel::kWarn, "read %s (%s) failed: %s", file.path.c_str(),
@@ -309,6 +323,28 @@ Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t of
   return *n;
 }
 
+void FileSystem::NoteCopyReadError(const std::string& path, const Status& error) {
+  counters_.copy_read_fallbacks.Add(1);
+  Log(LogLevel::kDebug, "copy of %s unreadable (%s): served from the backing store", path.c_str(),
+      error.message().c_str());
+  store_->ReportCopyReadError(error);  // the device's condition is logged there, once
+}
+
+Result<int> FileSystem::SwitchToBacking(OpenFile& file, int copy_fd) {
+  auto backing_fd = OpenBacking(file.path, file.identity);
+  if (!backing_fd.ok()) return backing_fd.status();
+  // Only the thread that still sees the copy's fd swaps it; another READ may be using it, so it
+  // is closed at release, not here.
+  int expected = copy_fd;
+  if (file.fd.compare_exchange_strong(expected, *backing_fd, std::memory_order_acq_rel)) {
+    file.copy_failed.store(true, std::memory_order_release);
+    file.retired_fd.store(copy_fd, std::memory_order_release);
+    return *backing_fd;
+  }
+  (void)env_->Close(*backing_fd);
+  return expected;
+}
+
 void FileSystem::NotePassthroughOpen(OpenFile& file) {
   counters_.passthrough_opens.Add(1);
   NoteRead(file, 0, file.size, Elapsed());
@@ -316,8 +352,9 @@ void FileSystem::NotePassthroughOpen(OpenFile& file) {
 
 void FileSystem::NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, double start) {
   counters_.reads.Add(1);
-  (file.from_cache ? counters_.bytes_from_cache : counters_.bytes_from_backing).Add(bytes);
-  if (file.from_peer_copy) counters_.bytes_from_peer_copies.Add(bytes);
+  const bool from_copy = file.from_cache && !file.copy_failed.load(std::memory_order_relaxed);
+  (from_copy ? counters_.bytes_from_cache : counters_.bytes_from_backing).Add(bytes);
+  if (from_copy && file.from_peer_copy) counters_.bytes_from_peer_copies.Add(bytes);
   file.stats.OnRead(offset, bytes, start, Elapsed());
 }
 
@@ -325,6 +362,7 @@ void FileSystem::Release(std::unique_ptr<OpenFile> file) {
   if (!file) return;
   const double start = Elapsed();
   if (int fd = file->fd.load(std::memory_order_acquire); fd >= 0) (void)env_->Close(fd);
+  if (int fd = file->retired_fd.load(std::memory_order_acquire); fd >= 0) (void)env_->Close(fd);
   file_stats_.Merge(file->path, file->from_cache ? ReadSource::kCache : ReadSource::kBacking,
                     file->stats.OnClose(start, Elapsed()));
 }

@@ -62,6 +62,10 @@ struct OpenFile {
   std::atomic<int> fd{-1};
   bool from_cache = false;
   bool from_peer_copy = false;  // from_cache, and the copy came from a peer (docs/PEERS.md)
+  // The copy could not be read (its device failed): `fd` is the backing file's now, and the copy's
+  // fd, if one was open, waits in `retired_fd` until release (a READ may still be using it).
+  std::atomic<bool> copy_failed{false};
+  std::atomic<int> retired_fd{-1};
   uint64_t ino = 0;
   uint64_t size = 0;
   std::string path;
@@ -150,6 +154,11 @@ class FileSystem {
  private:
   Result<ManifestNode> NodeOf(uint64_t ino);
   Result<int> OpenCopy(const std::string& data_path);
+  // A copy failed to open or read for another reason than being gone: counted, and reported to
+  // the store (its device's condition, and a pause of serving copies).
+  void NoteCopyReadError(const std::string& path, const Status& error);
+  // The backing file's fd for `file`, in place of `copy_fd`, which failed (see OpenFile).
+  Result<int> SwitchToBacking(OpenFile& file, int copy_fd);
   // The listed version of backing file `path`, beneath the root (ESTALE if another is there).
   Result<int> OpenBacking(const std::string& path, const FileIdentity& identity);
   // With revalidate=open: stats the backing file; updates the manifest and drops a stale copy

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cache/cache_opener.h"
+#include "cache/testing/fault_env.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -34,8 +35,8 @@ class FileSystemTest : public ::testing::Test {
   void TearDown() override { Close(); }
 
   // Lists the backing tree into a fresh manifest and opens the core over it.
-  void Open(Revalidate revalidate = Revalidate::kNever, bool read_through = true) {
-    Env* env = Env::Default();
+  void Open(Revalidate revalidate = Revalidate::kNever, bool read_through = true,
+            Env* env = Env::Default()) {
     auto tree = BackingTree::Open(backing_.path(), env);
     ASSERT_TRUE(tree.ok()) << tree.status().message();
     CacheOpenOptions open;
@@ -153,6 +154,56 @@ TEST_F(FileSystemTest, AnUnstagedFileIsReadFromTheBackingStoreThenServedFromItsC
   EXPECT_EQ(fs_->counters().hits.value.load(), 1u);
   EXPECT_EQ(fs_->counters().bytes_from_cache.value.load(), 100000u);
   EXPECT_EQ(fs_->counters().bytes_from_backing.value.load(), 100000u);
+}
+
+// A staged copy that cannot be read (its device failed) is served from the listed backing file,
+// counted, and the next opens go to the backing store without trying a copy.
+TEST_F(FileSystemTest, ACopyThatFailsToReadIsServedFromTheBackingFile) {
+  FaultInjectionEnv env;
+  Open(Revalidate::kNever, true, &env);
+  const std::string c(100000, 'c');
+  EXPECT_EQ(ReadAll("train/dog/c.jpg"), c);
+  stager_->WaitIdle();
+  env.FailPath(FaultOp::kPread, cache_.path() + "/data/", EIO);
+  bool from_cache = false;
+  EXPECT_EQ(ReadAll("train/dog/c.jpg", &from_cache), c);
+  EXPECT_TRUE(from_cache);  // a hit at open; its first read failed over
+  EXPECT_EQ(fs_->counters().copy_read_fallbacks.value.load(), 1u);
+  EXPECT_FALSE(cache_stack_->store->copies_readable());
+  EXPECT_EQ(ReadAll("train/dog/c.jpg", &from_cache), c);
+  EXPECT_FALSE(from_cache);
+  EXPECT_EQ(fs_->counters().copy_read_fallbacks.value.load(), 1u);
+  EXPECT_EQ(fs_->counters().bytes_from_cache.value.load(), 0u);
+  EXPECT_EQ(fs_->counters().bytes_from_backing.value.load(), 3 * c.size());
+  Close();  // before `env` goes
+}
+
+TEST_F(FileSystemTest, ACopyThatFailsToOpenIsServedFromTheBackingFile) {
+  FaultInjectionEnv env;
+  Open(Revalidate::kNever, true, &env);
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  stager_->WaitIdle();
+  env.FailPath(FaultOp::kOpen, cache_.path() + "/data/", EIO);
+  // Opened now (as in passthrough) and at the first read (DataFd): both fall back.
+  auto opened = fs_->Open(Ino("train/cat/b.jpg"), O_RDONLY, /*open_copy_now=*/true);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_FALSE(opened->file->from_cache);
+  fs_->Release(std::move(opened->file));
+  EXPECT_EQ(fs_->counters().copy_read_fallbacks.value.load(), 1u);
+  // A fresh store tries copies again; this open defers the copy to its first READ (DataFd).
+  Close();
+  Open(Revalidate::kNever, true, &env);
+  opened = fs_->Open(Ino("train/cat/b.jpg"), O_RDONLY, /*open_copy_now=*/false);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_TRUE(opened->file->from_cache);
+  char buf[64];
+  auto n = fs_->Read(*opened->file, buf, sizeof(buf), 0);
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(std::string(buf, *n), "bytes of b, longer");
+  fs_->Release(std::move(opened->file));
+  EXPECT_EQ(fs_->counters().copy_read_fallbacks.value.load(), 1u);
+  EXPECT_EQ(fs_->counters().bytes_from_backing.value.load(), *n);
+  Close();
 }
 
 TEST_F(FileSystemTest, WithoutReadThroughNothingIsStaged) {

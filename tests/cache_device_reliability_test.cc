@@ -143,6 +143,30 @@ class CacheDeviceReliabilityTest : public MountDirsTest {
   std::string skipped_;
 };
 
+// Finding 1 of the row, fixed: a cache device that dies under staged copies the daemon reads
+// itself (passthrough off) costs no reader an error. The first open or read of a dead copy falls
+// back to the listed backing file, later opens skip the copies, and status counts the fallbacks.
+TEST_F(CacheDeviceReliabilityTest, ADeadDeviceIsReadAroundThroughTheBackingStore) {
+  const std::string dev = dir_ / "dev-dead";
+  MakeDirs(dev);
+  LoopExt4Device ext4(dir_ / "dead-read.img", dev, 64);
+  if (!DeviceReady(ext4)) GTEST_SKIP() << skipped_;
+  ClairfsMount m(backing_, mnt_, dev + "/cache");
+  ASSERT_EQ(m.Mount({"--passthrough", "off"}).exit_code, 0);
+  std::vector<std::string> stage = {ClairfsBin(), "stage", mnt_};
+  stage.insert(stage.end(), names_.begin(), names_.begin() + 20);
+  stage.push_back("--wait");
+  CommandResult staged = testing::Run(stage);
+  ASSERT_EQ(staged.exit_code, 0) << staged.err;
+  ASSERT_TRUE(ext4.Shutdown());
+  for (int i = 0; i < 20; ++i) {
+    const std::string& rel = names_[static_cast<size_t>(i)];
+    EXPECT_EQ(ReadFile(mnt_ + "/" + rel), files_[rel]) << rel;
+  }
+  EXPECT_GE(m.Status().value("copy_read_fallbacks", uint64_t{0}), 1u);
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
 TEST_F(CacheDeviceReliabilityTest, FullRemovedImmutableAndFilledDevicesServeNoWrongByte) {
   const int trials = ReliabilityTrials(1, 10);
   const auto test_start = std::chrono::steady_clock::now();

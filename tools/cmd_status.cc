@@ -102,6 +102,12 @@ void PrintHuman(const nlohmann::json& j) {
       j.value("revalidate", "never").c_str(), static_cast<unsigned long long>(u("stale_detected")),
       static_cast<unsigned long long>(u("not_as_listed")),
       static_cast<unsigned long long>(u("stale_at_mount")));
+  if (u("copy_read_fallbacks") > 0) {
+    printf(
+        "copies      %llu opens or reads found a staged copy unreadable (its device failed?) "
+        "and were served from the backing store\n",
+        static_cast<unsigned long long>(u("copy_read_fallbacks")));
+  }
   const auto& s = j["staging"];
   printf(
       "staging     %llu queued, %llu in flight; %llu files (%s) staged, %llu failed, "

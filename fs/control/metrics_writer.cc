@@ -27,6 +27,7 @@ const std::set<std::string>& CounterNames() {
                                               "backing_errors",
                                               "stale_detected",
                                               "not_as_listed",
+                                              "copy_read_fallbacks",
                                               "lookups",
                                               "evictions",
                                               "evicted_bytes",

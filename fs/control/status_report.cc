@@ -95,6 +95,7 @@ nlohmann::json BuildStatus(const StatusSources& s) {
   j["stale_detected"] = c.stale_detected.Get();
   j["stale_at_mount"] = c.stale_at_mount.Get();
   j["not_as_listed"] = c.not_as_listed.Get();
+  j["copy_read_fallbacks"] = c.copy_read_fallbacks.Get();
   j["evictions"] = store.evictions;
   j["evicted_bytes"] = store.evicted_bytes;
   j["staging"] = {
