@@ -41,6 +41,7 @@
 #include "fs/control/metrics_writer.h"
 #include "fs/control/plan_handlers.h"
 #include "fs/control/status_report.h"
+#include "fs/daemon/daemon_allocator.h"
 #include "fs/daemon/stop_signals.h"
 #include "fs/filesystem.h"
 #include "fs/fuse/fuse_adapter.h"
@@ -655,6 +656,7 @@ int RunMountDaemon(MountOptions options) {
     (*cache_dir)->RecordOwnerPid();
   }
   SetLogTag("clairfs[" + std::to_string(getpid()) + "]");
+  ConfigureDaemonAllocator();  // before any thread allocates
 
   Daemon daemon;
   daemon.options = options;
