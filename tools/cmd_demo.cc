@@ -17,6 +17,7 @@
 #include "planner/base/units.h"
 #include "planner/synthetic_dataset.h"
 #include "tools/bench/bench_mounts.h"
+#include "tools/bench/bench_support.h"
 #include "tools/bench/dataset_writer.h"
 #include "tools/bench/read_workload.h"
 #include "tools/cli/cli.h"
@@ -39,14 +40,7 @@ struct DemoArgs {
 
 // A seeded Fisher-Yates shuffle on SplitMix64 (deterministic on every platform).
 std::vector<SyntheticFile> Shuffled(std::vector<SyntheticFile> files, uint64_t seed) {
-  uint64_t state = seed;
-  auto next = [&]() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  };
-  for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[next() % i]);
+  SeededShuffle(&files, seed);
   return files;
 }
 

@@ -164,7 +164,7 @@ class AdminHandlers {
  public:
   explicit AdminHandlers(AdminSources s) : s_(std::move(s)) {}
 
-  Status Ls(const json& req, const PeerCredentials& peer, json* reply) {
+  Status Ls(const json& req, const PeerCredentials& peer, ReplyWriter* reply) {
     const CallerScope scope = ScopeOf(peer, s_.owner_uid, s_.allow_other);
     if (scope == CallerScope::kNothing) return PrivateMountError(s_.owner_uid);
     const Caller caller = CallerOf(peer);
@@ -203,11 +203,12 @@ class AdminHandlers {
                                        "search permission on it)");
     }
 
-    json entries = json::array();
+    // Written entry by entry: a listing of the whole dataset costs its text (reply_writer.h).
+    reply->BeginArray("entries");
     bool truncated = false;
     std::shared_ptr<const HeatMap> heat = s_.heat ? s_.heat->snapshot() : nullptr;
     auto add = [&](const std::string& path, const NodeAttr& attr) {
-      if (entries.size() >= limit) {
+      if (reply->elements() >= limit) {
         truncated = true;
         return;
       }
@@ -225,12 +226,12 @@ class AdminHandlers {
         auto it = heat->find(path);
         if (it != heat->end()) heat_per_byte = it->second.heat_per_byte;
       }
-      entries.push_back({{"path", ShownPath(path)},
-                         {"type", TypeName(attr)},
-                         {"size", attr.size},
-                         {"staged", known ? json(staged) : json(nullptr)},
-                         {"pinned", known ? json(pinned) : json(nullptr)},
-                         {"heat_per_byte", heat_per_byte}});
+      reply->Append({{"path", ShownPath(path)},
+                     {"type", TypeName(attr)},
+                     {"size", attr.size},
+                     {"staged", known ? json(staged) : json(nullptr)},
+                     {"pinned", known ? json(pinned) : json(nullptr)},
+                     {"heat_per_byte", heat_per_byte}});
     };
     if (*recursive || !node->attr.is_dir()) {
       CLAIRFS_RETURN_IF_ERROR(ForEachFileUnder(*s_.manifest, *node, add, may_list));
@@ -242,8 +243,8 @@ class AdminHandlers {
         add(node->path.empty() ? c.name : node->path + "/" + c.name, c.attr);
       }
     }
-    (*reply)["entries"] = std::move(entries);
-    (*reply)["truncated"] = truncated;
+    reply->EndArray();
+    reply->Add("truncated", truncated);
     return Status::Ok();
   }
 
@@ -595,9 +596,10 @@ Result<std::string> NormalizeRequestPath(const std::string& mountpoint, const st
 
 void RegisterAdminHandlers(ControlServer* server, AdminSources sources) {
   auto h = std::make_shared<AdminHandlers>(std::move(sources));
-  server->AddHandler(
-      "ls", ControlAccess::kAnyone, {"path", "recursive", "filter", "limit"},
-      [h](const json& r, const PeerCredentials& peer, json* out) { return h->Ls(r, peer, out); });
+  server->AddTextHandler("ls", ControlAccess::kAnyone, {"path", "recursive", "filter", "limit"},
+                         [h](const json& r, const PeerCredentials& peer, ReplyWriter* out) {
+                           return h->Ls(r, peer, out);
+                         });
   server->AddHandler(
       "stage", ControlAccess::kOwner, {"paths", "priority", "hot", "fit"},
       [h](const json& r, const PeerCredentials&, json* out) { return h->Stage(r, out); });

@@ -13,6 +13,10 @@
 #include <cstring>
 #include <new>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "planner/base/log.h"
 #include "planner/base/name_escape.h"
 
@@ -68,6 +72,18 @@ std::vector<gid_t> PeerGroups(int fd) {
   return {};
 }
 
+// Gives the pages malloc holds free in every arena back to the system (glibc's malloc_trim).
+// A large reply was built, sent and freed on this client thread; the allocator keeps what it
+// took in the thread's arena, and as client threads (and so arenas) change from one connection
+// to the next, each arena kept the largest reply it had seen: with `stats` of 5,000 files asked
+// every 0.25 s during 300,000 opens the daemon grew to 222 MiB resident with 27 MB in use (44 MiB
+// with this trim). Takes each arena's lock in turn while it walks its free chunks.
+void ReturnFreeMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace
 
 std::string DumpReply(const nlohmann::json& reply) {
@@ -94,7 +110,12 @@ ControlServer::~ControlServer() { Stop(); }
 
 void ControlServer::AddHandler(const std::string& op, ControlAccess access,
                                std::vector<std::string> fields, ControlHandler handler) {
-  routes_[op] = Route{access, std::move(fields), std::move(handler)};
+  routes_[op] = Route{access, std::move(fields), std::move(handler), nullptr};
+}
+
+void ControlServer::AddTextHandler(const std::string& op, ControlAccess access,
+                                   std::vector<std::string> fields, ControlTextHandler handler) {
+  routes_[op] = Route{access, std::move(fields), nullptr, std::move(handler)};
 }
 
 Status ControlServer::Start() {
@@ -271,7 +292,13 @@ void ControlServer::ServeRequests(int fd, const PeerCredentials& peer) {
     while ((nl = pending.find('\n')) != std::string::npos) {
       std::string line = pending.substr(0, nl);
       pending.erase(0, nl + 1);
-      if (!SendAll(fd, HandleLine(line, peer), limits_.send_timeout_ms)) {
+      std::string reply = HandleLine(line, peer);
+      const bool sent = SendAll(fd, reply, limits_.send_timeout_ms);
+      if (reply.size() >= kReturnMemoryAfterReplyBytes) {
+        std::string().swap(reply);
+        ReturnFreeMemory();
+      }
+      if (!sent) {
         Log(LogLevel::kWarn, "control: dropped client of uid %u (pid %d): reply not taken in %d ms",
             peer.uid, peer.pid, limits_.send_timeout_ms);
         return;
@@ -338,9 +365,11 @@ std::string ControlServer::Dispatch(const std::string& line, const PeerCredentia
                                  std::to_string(owner_uid_) + ") may " + op);
   }
   nlohmann::json reply = nlohmann::json::object();
+  ReplyWriter text_reply;
+  const Route& r = route->second;
   Status st;
   try {
-    st = route->second.handler(request, peer, &reply);
+    st = r.handler ? r.handler(request, peer, &reply) : r.text_handler(request, peer, &text_reply);
   } catch (const nlohmann::json::exception& e) {
     // A request field of an unexpected type that a handler did not check.
     st = Status::Invalid(std::string("bad request: ") + e.what());
@@ -356,6 +385,7 @@ std::string ControlServer::Dispatch(const std::string& line, const PeerCredentia
     st = Status::Error(EIO, op + ": internal error in the daemon");
   }
   if (!st.ok()) return ErrorReply(st.code(), st.message());
+  if (!r.handler) return text_reply.Finish();
   if (!reply.is_object()) reply = nlohmann::json::object();
   reply["ok"] = true;
   return DumpReply(reply) + "\n";

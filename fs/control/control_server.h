@@ -27,6 +27,10 @@
 // minute. Each client has its own detached thread, so a stuck client holds up neither others nor
 // any FUSE request.
 //
+// Memory: a reply that lists a whole dataset (ls -r, stats of every file) is written as text
+// (AddTextHandler, reply_writer.h), not as a tree of every value; after a reply of
+// kReturnMemoryAfterReplyBytes or more the client thread gives free memory back to the system.
+//
 // Handlers run on client threads and must be thread-safe. Start() binds (replacing a stale socket
 // file; the directory must exist: fs/control_socket_dir.h), Stop() closes the listener, drops
 // clients and waits for every client thread.
@@ -45,6 +49,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fs/control/reply_writer.h"
 #include "planner/base/status.h"
 
 namespace clairfs {
@@ -61,6 +66,10 @@ enum class ControlAccess { kAnyone, kOwner };
 // A handler fills `reply` (the server adds "ok": true) or returns an error Status.
 using ControlHandler = std::function<Status(const nlohmann::json& request,
                                             const PeerCredentials& peer, nlohmann::json* reply)>;
+// The same for replies that list a whole dataset: written as text (reply_writer.h), so that
+// their memory is their text, not a tree of every value. On an error what was written is dropped.
+using ControlTextHandler = std::function<Status(const nlohmann::json& request,
+                                                const PeerCredentials& peer, ReplyWriter* reply)>;
 
 struct ControlLimits {
   int max_clients = 64;
@@ -74,6 +83,8 @@ struct ControlLimits {
 class ControlServer {
  public:
   static constexpr size_t kMaxRequestBytes = 1 << 20;
+  // After sending a reply at least this large, free memory goes back to the system.
+  static constexpr size_t kReturnMemoryAfterReplyBytes = 256 << 10;
 
   ControlServer(std::string socket_path, uid_t owner_uid, ControlLimits limits = {});
   ~ControlServer();
@@ -83,6 +94,8 @@ class ControlServer {
   // `fields` lists the keys a request may carry besides "op" (others are rejected).
   void AddHandler(const std::string& op, ControlAccess access, std::vector<std::string> fields,
                   ControlHandler handler);
+  void AddTextHandler(const std::string& op, ControlAccess access, std::vector<std::string> fields,
+                      ControlTextHandler handler);
   Status Start();
   void Stop();
   const std::string& socket_path() const { return socket_path_; }
@@ -99,7 +112,8 @@ class ControlServer {
   struct Route {
     ControlAccess access;
     std::vector<std::string> fields;
-    ControlHandler handler;
+    ControlHandler handler;  // one of the two is set
+    ControlTextHandler text_handler;
   };
   std::string Dispatch(const std::string& line, const PeerCredentials& peer);
   void AcceptLoop();

@@ -113,6 +113,65 @@ TEST(ControlServerTest, RepliesAndMessagesThatAreNotUtf8NeverThrow) {
   EXPECT_EQ(reply.value("error", ""), "unknown op \"x\\x0ay\"");
 }
 
+TEST(ControlServerTest, TextHandlersReplyWhatTheyWroteOrAnErrorAndNothingElse) {
+  ControlServer server("", 1000);
+  server.AddTextHandler("rows", ControlAccess::kAnyone, {"n", "fail_at"},
+                        [](const json& request, const PeerCredentials&, ReplyWriter* reply) {
+                          const int n = request.at("n").get<int>();
+                          reply->Add("n", n);
+                          reply->BeginArray("rows");
+                          for (int i = 0; i < n; ++i) {
+                            if (request.contains("fail_at") && request["fail_at"] == i) {
+                              return Status::Error(ENOENT, "row " + std::to_string(i));
+                            }
+                            reply->Append({{"i", i}, {"name", std::string("bad_\xff")}});
+                          }
+                          reply->EndArray();
+                          reply->Add("done", true);
+                          return Status::Ok();
+                        });
+  server.AddTextHandler("throws", ControlAccess::kOwner, {},
+                        [](const json&, const PeerCredentials&, ReplyWriter* reply) -> Status {
+                          reply->BeginArray("partial");
+                          reply->Append(1);
+                          throw std::runtime_error("boom");
+                        });
+  json reply = Parse(server.HandleLine(R"({"op":"rows","n":3})", kRootPeer));
+  EXPECT_EQ(reply.value("ok", false), true) << reply.dump();
+  EXPECT_EQ(reply.value("n", 0), 3);
+  EXPECT_EQ(reply.value("done", false), true);
+  ASSERT_EQ(reply["rows"].size(), 3u);
+  EXPECT_EQ(reply["rows"][2]["i"], 2);
+  EXPECT_EQ(reply["rows"][2]["name"], "bad_\xef\xbf\xbd");  // invalid UTF-8 replaced
+  reply = Parse(server.HandleLine(R"({"op":"rows","n":0})", kRootPeer));
+  EXPECT_EQ(reply["rows"], json::array());
+  // An error midway replies the error alone; so do an exception, a bad field and a non-owner.
+  reply = Parse(server.HandleLine(R"({"op":"rows","n":3,"fail_at":1})", kRootPeer));
+  EXPECT_EQ(reply, json({{"ok", false}, {"errno", ENOENT}, {"error", "row 1"}}));
+  reply = Parse(server.HandleLine(R"({"op":"throws"})", kRootPeer));
+  EXPECT_EQ(reply.value("errno", 0), EIO);
+  EXPECT_FALSE(reply.contains("partial"));
+  EXPECT_EQ(Parse(server.HandleLine(R"({"op":"rows","n":"x"})", kRootPeer)).value("errno", 0),
+            EINVAL);
+  EXPECT_EQ(Parse(server.HandleLine(R"({"op":"throws"})", PeerCredentials{1, 1001, 1001}))
+                .value("errno", 0),
+            EPERM);
+}
+
+TEST(ReplyWriterTest, MembersArraysAndAnArrayLeftOpen) {
+  ReplyWriter empty;
+  EXPECT_EQ(empty.Finish(), "{\"ok\":true}\n");
+  ReplyWriter writer;
+  writer.BeginArray("a");
+  writer.Append(json::array({1, 2}));
+  writer.Append(json::object());
+  EXPECT_EQ(writer.elements(), 2u);
+  writer.Add("k", "v");  // closes the array
+  writer.BeginArray("open");
+  writer.Append(nullptr);
+  EXPECT_EQ(writer.Finish(), "{\"a\":[[1,2],{}],\"k\":\"v\",\"open\":[null],\"ok\":true}\n");
+}
+
 TEST(ControlServerTest, OwnerOpsAreForRootAndTheOwnerOnly) {
   ControlServer server("", 1000);
   server.AddHandler("change", ControlAccess::kOwner, {},

@@ -42,7 +42,7 @@ nlohmann::json CountersToJson(const FileIoCounters& c) {
                         {"close_end", c.close_end}};
 }
 
-nlohmann::json BuildStats(const FileSystem& fs, size_t top, bool per_file) {
+void WriteStats(const FileSystem& fs, size_t top, bool per_file, ReplyWriter* out) {
   std::vector<FileStatsRow> rows = fs.file_stats().Snapshot();
   auto bytes = [](const FileStatsRow& r) {
     return r.by_source[0].bytes_read + r.by_source[1].bytes_read;
@@ -54,37 +54,36 @@ nlohmann::json BuildStats(const FileSystem& fs, size_t top, bool per_file) {
   for (const auto& r : rows) {
     for (int s = 0; s < kReadSources; ++s) totals[s].Merge(r.by_source[s]);
   }
-  nlohmann::json files = nlohmann::json::array();
+  out->BeginArray("files");
   for (size_t i = 0; per_file && i < rows.size() && (top == 0 || i < top); ++i) {
     nlohmann::json row = {{"path", EscapeName(rows[i].path)}};
     for (int s = 0; s < kReadSources; ++s) {
       row[ReadSourceName(static_cast<ReadSource>(s))] = CountersToJson(rows[i].by_source[s]);
     }
-    files.push_back(std::move(row));
+    out->Append(row);
   }
+  out->EndArray();
   nlohmann::json total;
   for (int s = 0; s < kReadSources; ++s) {
     total[ReadSourceName(static_cast<ReadSource>(s))] = CountersToJson(totals[s]);
   }
-  return nlohmann::json{
-      {"files", std::move(files)},
-      {"per_file", per_file},
-      {"totals", std::move(total)},
-      {"files_with_counters", rows.size()},
-      {"start_time_ns", fs.start_realtime_ns()},
-      {"elapsed_seconds", fs.Elapsed()},
-      {"file_alignment", kFileAlignment},
-      {"note",
-       "counters count requests that reached the clairfs daemon, merged when a file is closed; "
-       "reads served by the kernel page cache are not seen"}};
+  out->Add("per_file", per_file);
+  out->Add("totals", total);
+  out->Add("files_with_counters", rows.size());
+  out->Add("start_time_ns", fs.start_realtime_ns());
+  out->Add("elapsed_seconds", fs.Elapsed());
+  out->Add("file_alignment", kFileAlignment);
+  out->Add("note",
+           "counters count requests that reached the clairfs daemon, merged when a file is "
+           "closed; reads served by the kernel page cache are not seen");
 }
 
 void RegisterStatsHandler(ControlServer* server, const FileSystem* fs, uid_t owner_uid,
                           bool allow_other) {
-  server->AddHandler(
+  server->AddTextHandler(
       "stats", ControlAccess::kAnyone, {"top"},
       [fs, owner_uid, allow_other](const nlohmann::json& request, const PeerCredentials& peer,
-                                   nlohmann::json* reply) {
+                                   ReplyWriter* reply) {
         const CallerScope scope = ScopeOf(peer, owner_uid, allow_other);
         if (scope == CallerScope::kNothing) return PrivateMountError(owner_uid);
         size_t top = 0;
@@ -95,7 +94,7 @@ void RegisterStatsHandler(ControlServer* server, const FileSystem* fs, uid_t own
           top = it->get<size_t>();
         }
         // Which files were read how often is root's and the owner's to know: others get totals.
-        *reply = BuildStats(*fs, top, scope == CallerScope::kEverything);
+        WriteStats(*fs, top, scope == CallerScope::kEverything, reply);
         return Status::Ok();
       });
 }

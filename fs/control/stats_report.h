@@ -19,13 +19,15 @@
 #include <nlohmann/json.hpp>
 
 #include "fs/control/control_server.h"
+#include "fs/control/reply_writer.h"
 #include "fs/file_stats.h"
 #include "fs/filesystem.h"
 
 namespace clairfs {
 
 nlohmann::json CountersToJson(const FileIoCounters& c);
-nlohmann::json BuildStats(const FileSystem& fs, size_t top, bool per_file = true);
+// Writes the reply's members: one row at a time, so that a reply of every file costs its text.
+void WriteStats(const FileSystem& fs, size_t top, bool per_file, ReplyWriter* out);
 void RegisterStatsHandler(ControlServer* server, const FileSystem* fs, uid_t owner_uid,
                           bool allow_other);
 

@@ -42,6 +42,7 @@
 #include "fs/control/metrics_writer.h"
 #include "fs/control/plan_handlers.h"
 #include "fs/control/status_report.h"
+#include "fs/daemon/daemon_allocator.h"
 #include "fs/daemon/open_file_limit.h"
 #include "fs/daemon/stop_signals.h"
 #include "fs/filesystem.h"
@@ -717,6 +718,7 @@ int RunMountDaemon(MountOptions options) {
     (*cache_dir)->RecordOwnerPid();
   }
   SetLogTag("clairfs[" + std::to_string(getpid()) + "]");
+  ConfigureDaemonAllocator();  // before any thread allocates
 
   Daemon daemon;
   daemon.options = options;

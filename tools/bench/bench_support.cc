@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -47,6 +48,13 @@ Result<std::string> BenchWorkDir::Subdir(const std::string& name) const {
   return dir;
 }
 
+uint64_t SplitMix64Next(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -77,15 +85,21 @@ Result<ProcessStats> ReadProcessStats(pid_t pid) {
   const std::string proc = "/proc/" + std::to_string(pid);
   std::ifstream status(proc + "/status");
   if (!status) return Status::Error(ENOENT, "cannot read " + proc + "/status");
+  // "Name:   value [kB]" lines; the sizes are in KiB.
+  const std::pair<const char*, uint64_t*> fields[] = {{"VmRSS:", &stats.rss_bytes},
+                                                      {"RssAnon:", &stats.rss_anon_bytes},
+                                                      {"RssFile:", &stats.rss_file_bytes},
+                                                      {"Threads:", &stats.threads}};
   std::string line;
   bool found = false;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      std::istringstream in(line.substr(6));
-      uint64_t kib = 0;
-      in >> kib;
-      stats.rss_bytes = kib * 1024;
-      found = true;
+    for (const auto& [name, value] : fields) {
+      const size_t len = strlen(name);
+      if (line.compare(0, len, name) != 0) continue;
+      std::istringstream in(line.substr(len));
+      in >> *value;
+      if (value != &stats.threads) *value *= 1024;
+      found = found || value == &stats.rss_bytes;
     }
   }
   if (!found) return Status::Error(ENOENT, "no VmRSS in " + proc + "/status");

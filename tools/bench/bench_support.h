@@ -1,5 +1,6 @@
 // Small helpers shared by the `clairfs bench` instruments: a work directory that is removed
-// unless kept, medians, the files below a directory, and a process's memory and fd counts.
+// unless kept, seeded shuffles, medians, the files below a directory, and a process's memory and
+// fd counts.
 //
 // Thread-safety: values and pure functions; BenchWorkDir belongs to one thread.
 // Errors: Status values naming the path.
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/base/status.h"
@@ -35,6 +37,19 @@ class BenchWorkDir {
   bool remove_ = false;
 };
 
+// The next value of a SplitMix64 stream whose state is `*state` (the same on every platform).
+uint64_t SplitMix64Next(uint64_t* state);
+
+// Shuffles `items` in place: a Fisher-Yates shuffle on a SplitMix64 stream seeded with `seed`,
+// so one seed gives one order on any machine and standard library (unlike std::shuffle).
+template <typename T>
+void SeededShuffle(std::vector<T>* items, uint64_t seed) {
+  uint64_t state = seed;
+  for (size_t i = items->size(); i > 1; --i) {
+    std::swap((*items)[i - 1], (*items)[SplitMix64Next(&state) % i]);
+  }
+}
+
 // The median (upper middle for an even count); 0 for none.
 double Median(std::vector<double> values);
 
@@ -42,8 +57,11 @@ double Median(std::vector<double> values);
 Result<std::vector<SyntheticFile>> ListRegularFiles(const std::string& root);
 
 struct ProcessStats {
-  uint64_t rss_bytes = 0;  // VmRSS of /proc/PID/status
-  uint64_t open_fds = 0;   // entries of /proc/PID/fd
+  uint64_t rss_bytes = 0;       // VmRSS of /proc/PID/status
+  uint64_t rss_anon_bytes = 0;  // RssAnon: the heap, stacks and other private memory
+  uint64_t rss_file_bytes = 0;  // RssFile: mapped files (the binary, libraries)
+  uint64_t threads = 0;         // Threads
+  uint64_t open_fds = 0;        // entries of /proc/PID/fd
 };
 Result<ProcessStats> ReadProcessStats(pid_t pid);
 

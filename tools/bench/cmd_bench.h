@@ -3,7 +3,7 @@
 // RegisterBench creates the `bench` parent and calls one Register function per child below; each
 // child lives in its own tools/bench/cmd_bench_*.cc file. RegisterBench and RegisterPfsEmu are the
 // two entries the bench library gives the command table (tools/commands.cc). To add a child (epoch,
-// smallfile, bigfile, stage, heat), declare its Register function here and call it from
+// smallfile, bigfile, stage, heat, soak), declare its Register function here and call it from
 // cmd_bench.cc.
 #pragma once
 
@@ -38,6 +38,8 @@ void RegisterBenchManifest(CLI::App& bench);
 void RegisterBenchEpoch(CLI::App& bench);
 // `clairfs bench heat`: one pass with the cache staged by heat per byte vs largest-first vs none.
 void RegisterBenchHeat(CLI::App& bench);
+// `clairfs bench soak`: a long verified read load (with admin churn) and the daemon's RSS and fds.
+void RegisterBenchSoak(CLI::App& bench);
 
 // Reports a bench's measurement the same way for every child: on failure the one-line error of
 // Fail(command, measured); else `result` as one JSON line with `json`, or `print_table(result)`.

@@ -106,14 +106,7 @@ Result<Timed> ReadRandom(const std::string& path, const std::vector<uint64_t>& o
 std::vector<uint64_t> ShuffledBlocks(uint64_t size, uint64_t seed) {
   std::vector<uint64_t> offsets;
   for (uint64_t off = 0; off < size; off += kBlock) offsets.push_back(off);
-  uint64_t state = seed;
-  auto next = [&]() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  };
-  for (size_t i = offsets.size(); i > 1; --i) std::swap(offsets[i - 1], offsets[next() % i]);
+  SeededShuffle(&offsets, seed);
   return offsets;
 }
 

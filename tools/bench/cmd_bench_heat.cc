@@ -68,14 +68,7 @@ struct HeatBenchArgs {
 
 // The files in one fixed pseudo-random order (SplitMix64 Fisher-Yates): the same on any machine.
 std::vector<SyntheticFile> Shuffled(std::vector<SyntheticFile> files, uint64_t seed) {
-  uint64_t state = seed;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[next() % i]);
+  SeededShuffle(&files, seed);
   return files;
 }
 
