@@ -76,6 +76,13 @@ constexpr size_t kMaxSeedDigits = 10000;
 
 Result<PlanSpec> ParsePlanSpec(std::string_view text);
 
+// The canonical text of a parsed spec: the kind, then the keys it sets in the order of the forms
+// above, each only where it differs from the default (ranks only when not the whole world), seeds
+// in plain decimal. ParsePlanSpec(FormatPlanSpec(s)) gives back s (but for `text`).
+std::string FormatPlanSpec(const PlanSpec& spec);
+// The decimal digits of `seed` ("-" first when negative), whatever digits it was written with.
+std::string FormatSeedInteger(const SeedInteger& seed);
+
 // Parses a decimal integer ("-12", "340282366920938463463374607431768211455"); no sign other than
 // a leading '-', no spaces, no hex. Errors name `what`.
 Result<SeedInteger> ParseSeedInteger(std::string_view text, std::string_view what);

@@ -2,6 +2,10 @@
 // message per kind of bad spec.
 #include "planner/plan_spec.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace clairfs {
@@ -187,6 +191,49 @@ TEST(PlanSpec, GarbageNeverCrashes) {
     }
   }
   EXPECT_GT(rejected, 19000);
+}
+
+}  // namespace
+}  // namespace clairfs
+
+namespace clairfs {
+namespace {
+
+// FormatPlanSpec: the canonical text, which parses back to the same spec.
+TEST(PlanSpec, FormatsCanonicallyAndParsesBack) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"torch-distributed:world=8,seed=042", "torch-distributed:seed=42,world=8"},
+      {"torch-distributed:seed=-0,world=4,ranks=0-3,shuffle=1,drop_last=0",
+       "torch-distributed:seed=0,world=4"},
+      {"torch-distributed:start_epoch=2,epochs=5,ranks=1-2,shuffle=0,drop_last=1,world=4,"
+       "seed=-9223372036854775808",
+       "torch-distributed:seed=-9223372036854775808,world=4,ranks=1-2,drop_last=1,shuffle=0,"
+       "epochs=5,start_epoch=2"},
+      {"torch-random:persistent_workers=1,seed=18446744073709551615",
+       "torch-random:seed=18446744073709551615,persistent_workers=1"},
+      {"numpy:reseed=none,seed=7,epochs=3", "numpy:seed=7,epochs=3"},
+      {"numpy:reseed=epoch,seed=7", "numpy:seed=7,reseed=epoch"},
+      {"numpy-rng:seed=000340282366920938463463374607431768211456000",
+       "numpy-rng:seed=340282366920938463463374607431768211456000"},
+      {"sequential", "sequential"},
+      {"sequential:epochs=2", "sequential:epochs=2"},
+      {"list:a,b:c", "list:a,b:c"}};
+  for (const auto& [given, canonical] : cases) {
+    auto spec = ParsePlanSpec(given);
+    ASSERT_TRUE(spec.ok()) << given << ": " << spec.status().message();
+    EXPECT_EQ(FormatPlanSpec(*spec), canonical) << given;
+    auto again = ParsePlanSpec(canonical);
+    ASSERT_TRUE(again.ok()) << canonical;
+    EXPECT_EQ(FormatPlanSpec(*again), canonical);
+  }
+  // Seeds of any size: 1000 nines, and 10^999.
+  const std::string nines(1000, '9');
+  auto big = ParsePlanSpec("numpy-rng:seed=" + nines);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(FormatSeedInteger(big->seed), nines);
+  auto power = ParseSeedInteger("1" + std::string(999, '0'), "seed");
+  ASSERT_TRUE(power.ok());
+  EXPECT_EQ(FormatSeedInteger(*power), "1" + std::string(999, '0'));
 }
 
 }  // namespace
