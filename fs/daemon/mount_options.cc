@@ -280,21 +280,23 @@ std::string KernelMountOptions(const MountOptions& o) {
   if (!o.suid) s += ",nosuid";
   if (!o.dev) s += ",nodev";
   if (o.allow_other) s += ",allow_other";
+  // libfuse splits the list at commas and reads a backslash as an escape of the byte after it
+  // (or of three octal digits): every item goes escaped, so the kernel gets it as given.
+  const auto escaped = [](const std::string& item) {
+    std::string out;
+    for (char c : item) {
+      if (c == ',' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out;
+  };
   bool has_fsname = false, has_subtype = false;
   for (const auto& item : o.fuse_options) {
     if (item.rfind("fsname=", 0) == 0) has_fsname = true;
     if (item.rfind("subtype=", 0) == 0) has_subtype = true;
-    s += "," + item;
+    s += "," + escaped(item);
   }
-  if (!has_fsname) {
-    // Commas in the fsname would split the option list; escape them as libfuse expects.
-    std::string name = "clairfs:";
-    for (char c : o.backing) {
-      if (c == ',' || c == '\\') name += '\\';
-      name += c;
-    }
-    s += ",fsname=" + name;
-  }
+  if (!has_fsname) s += ",fsname=" + escaped("clairfs:" + o.backing);
   if (!has_subtype) s += ",subtype=clairfs";
   return s;
 }

@@ -97,6 +97,21 @@ TEST(MountOptions, OptionsOnByBeingNamedRefuseAValue) {
   EXPECT_TRUE(o.read_through);
 }
 
+// Found by mount_options_fuzz: a backslash in an item passed through (`fsname=m\e`) reached
+// libfuse unescaped, which reads it as an escape (the kernel got "me"; a trailing one would have
+// joined the next item). Items and the backing path go escaped.
+TEST(MountOptions, KernelOptionsCarryEveryItemAsGiven) {
+  MountOptions o;
+  o.backing = "/pfs/a,b\\012c";
+  EXPECT_EQ(KernelMountOptions(o),
+            "ro,default_permissions,nosuid,nodev,fsname=clairfs:/pfs/a\\,b\\\\012c,"
+            "subtype=clairfs");
+  ASSERT_TRUE(Apply(SplitMountOptionList("allow_other,fsname=m\\e,subtype=x\\,noatime"), &o).ok());
+  EXPECT_EQ(KernelMountOptions(o),
+            "ro,default_permissions,nosuid,nodev,allow_other,fsname=m\\\\e,subtype=x\\\\,"
+            "noatime");
+}
+
 TEST(MountOptions, PlanOnlySettingsNeedAPlan) {
   for (const char* item : {"layout=bogus", "layout=sorted", "layout_root=train", "plan_window=8"}) {
     Status st = Apply({"cache=/c", item});
