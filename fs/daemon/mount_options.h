@@ -58,6 +58,8 @@ struct MountOptions {
   std::string plan_layout = "imagefolder";
   std::string plan_layout_root;
   uint64_t plan_window = 256;  // planned positions of reordering tolerated per rank
+
+  bool operator==(const MountOptions&) const = default;
 };
 
 // Applies one item of a comma-separated -o list (already split). Returns an error naming the
