@@ -58,8 +58,8 @@ TEST(ControlServerTest, OpsListsEveryOpWithItsFields) {
   AddPing(&server);
   server.AddHandler("take", ControlAccess::kOwner, {"paths", "force"},
                     [](const json&, const PeerCredentials&, json*) { return Status::Ok(); });
-  const std::map<std::string, std::vector<std::string>> expected = {
-      {"ping", {}}, {"take", {"paths", "force"}}};
+  const std::map<std::string, std::vector<std::string>> expected = {{"ping", {}},
+                                                                    {"take", {"paths", "force"}}};
   EXPECT_EQ(server.Ops(), expected);
 }
 
