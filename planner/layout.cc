@@ -4,10 +4,15 @@
 #include <algorithm>
 #include <utility>
 
+#include "planner/base/name_escape.h"
+
 namespace clairfs {
 
 Status CheckRelativePath(std::string_view path) {
   if (path.empty()) return Status::Invalid("empty path");
+  if (path.find('\0') != std::string_view::npos) {
+    return Status::Invalid("'" + SanitizeText(path) + "' holds a NUL byte (no file name does)");
+  }
   if (path[0] == '/') return Status::Invalid("'" + std::string(path) + "' is absolute");
   size_t start = 0;
   while (start <= path.size()) {

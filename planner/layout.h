@@ -70,10 +70,10 @@ Result<Layout> BuildImageFolderLayout(const WalkContext& context, const std::str
                                       const std::string& root_real);
 Result<Layout> BuildSortedLayout(const WalkContext& context, const std::string& root_rel,
                                  const std::string& root_real);
-// Parses list content: one relative path per line (no empty lines, no absolute paths, no "."
-// or ".." components); a final newline is optional. `source` names the file in errors.
+// Parses list content: one relative path per line (no empty lines, no absolute paths, no "." or
+// ".." components, no NUL bytes; a final newline is optional). Errors name the file `source`.
 Result<std::vector<std::string>> ParsePathList(std::string_view content, std::string_view source);
-// Checks that `path` is a relative path with no empty, "." or ".." components.
+// Checks that `path` is a relative path with no empty, "." or ".." components and no NUL byte.
 Status CheckRelativePath(std::string_view path);
 
 }  // namespace clairfs

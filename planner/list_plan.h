@@ -6,7 +6,8 @@
 //   # rank K       starts rank K's order inside the current epoch; without any `# rank` line an
 //                  epoch's order belongs to rank 0
 //   # anything     any other line starting with '#' is a comment
-//   PATH           a file relative to the backing root (no empty, '.' or '..' components)
+//   PATH           a file relative to the backing root (no empty, '.' or '..' components, no
+//                  NUL byte)
 // Empty lines are ignored. A rank may appear once per epoch; ranks with no lines in an epoch
 // read nothing in it. The plan's world is one more than the highest rank mentioned; ranks go up
 // to kMaxListPlanRank, because every epoch keeps one (possibly empty) sequence per rank.

@@ -1,7 +1,11 @@
 // list: plan files: epochs, ranks, comments, and one clear error per malformed line.
 #include "planner/list_plan.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
+
+#include "planner/layout.h"
 
 namespace clairfs {
 namespace {
@@ -67,6 +71,23 @@ TEST(ListPlan, MalformedFilesNameTheLine) {
     EXPECT_NE(plan.status().message().find(bad.names), std::string::npos)
         << bad.content << " -> " << plan.status().message();
   }
+}
+
+// Found by list_plan_fuzz: a NUL byte was taken as part of a path (no file name holds one).
+TEST(ListPlan, APathWithANulByteIsRefused) {
+  for (const std::string& content : {std::string("a\n\0\n", 4), std::string("a\nb\0c\n", 6)}) {
+    auto plan = ListPlan::Parse(content, "plan");
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), EINVAL);
+    EXPECT_NE(plan.status().message().find("plan:2: '"), std::string::npos)
+        << plan.status().message();
+    EXPECT_NE(plan.status().message().find("\\x00' holds a NUL byte"), std::string::npos)
+        << plan.status().message();
+  }
+  auto lines = ParsePathList(std::string("a\nb\0c", 5), "layout");
+  ASSERT_FALSE(lines.ok());
+  EXPECT_NE(lines.status().message().find("layout:2"), std::string::npos)
+      << lines.status().message();
 }
 
 }  // namespace

@@ -283,6 +283,60 @@ Result<uint64_t> ParseDecimalU64(std::string_view text, uint64_t max, std::strin
   return value;
 }
 
+std::string FormatSeedInteger(const SeedInteger& seed) {
+  // Repeated division of the magnitude by 10^9 gives nine decimal digits at a time.
+  std::vector<uint32_t> words = seed.magnitude;
+  std::vector<uint32_t> groups;  // base 10^9, least significant first
+  while (!words.empty()) {
+    uint64_t remainder = 0;
+    for (size_t i = words.size(); i-- > 0;) {
+      const uint64_t value = (remainder << 32) | words[i];
+      words[i] = static_cast<uint32_t>(value / 1000000000u);
+      remainder = value % 1000000000u;
+    }
+    groups.push_back(static_cast<uint32_t>(remainder));
+    while (!words.empty() && words.back() == 0) words.pop_back();
+  }
+  if (groups.empty()) return "0";
+  std::string out = seed.negative ? "-" : "";
+  out += std::to_string(groups.back());
+  for (size_t i = groups.size() - 1; i-- > 0;) {
+    const std::string digits = std::to_string(groups[i]);
+    out += std::string(9 - digits.size(), '0') + digits;
+  }
+  return out;
+}
+
+std::string FormatPlanSpec(const PlanSpec& spec) {
+  const std::string kind = SamplerKindName(spec.kind);
+  if (spec.kind == SamplerKind::kList) return kind + ":" + spec.list_file;
+  std::vector<std::string> items;
+  if (spec.kind != SamplerKind::kSequential)
+    items.push_back("seed=" + FormatSeedInteger(spec.seed));
+  if (spec.kind == SamplerKind::kTorchDistributed) {
+    items.push_back("world=" + std::to_string(spec.world));
+    if (spec.first_rank != 0 || spec.last_rank != spec.world - 1) {
+      items.push_back("ranks=" + std::to_string(spec.first_rank) + "-" +
+                      std::to_string(spec.last_rank));
+    }
+    if (spec.drop_last) items.push_back("drop_last=1");
+    if (!spec.shuffle) items.push_back("shuffle=0");
+  }
+  if (spec.end_epoch) items.push_back("epochs=" + std::to_string(*spec.end_epoch));
+  if (spec.kind == SamplerKind::kTorchDistributed && spec.start_epoch != 0) {
+    items.push_back("start_epoch=" + std::to_string(spec.start_epoch));
+  }
+  if (spec.kind == SamplerKind::kTorchRandom && spec.persistent_workers) {
+    items.push_back("persistent_workers=1");
+  }
+  if (spec.kind == SamplerKind::kNumpy && spec.reseed == NumpyReseed::kEpoch) {
+    items.push_back("reseed=epoch");
+  }
+  std::string out = kind;
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? ":" : ",") + items[i];
+  return out;
+}
+
 Result<PlanSpec> ParsePlanSpec(std::string_view text) {
   PlanSpec out;
   out.text = std::string(text);
@@ -321,30 +375,13 @@ Result<PlanSpec> ParsePlanSpec(std::string_view text) {
   return ParseKeyedSpec(text, out, body);
 }
 
-std::string CanonicalPlanSpec(const PlanSpec& spec, bool with_ranks) {
-  if (spec.kind == SamplerKind::kList) return "list:" + spec.list_file;
-  std::vector<std::string> items;
-  if (spec.kind != SamplerKind::kSequential) items.push_back("seed=" + spec.seed.text);
-  if (spec.kind == SamplerKind::kTorchDistributed) {
-    items.push_back("world=" + std::to_string(spec.world));
-    if (with_ranks && (spec.first_rank != 0 || spec.last_rank + 1 != spec.world)) {
-      items.push_back("ranks=" + std::to_string(spec.first_rank) + "-" +
-                      std::to_string(spec.last_rank));
-    }
-    if (spec.drop_last) items.push_back("drop_last=1");
-    if (!spec.shuffle) items.push_back("shuffle=0");
+std::string FormatJobPlanSpec(const PlanSpec& spec) {
+  PlanSpec job = spec;
+  if (job.kind == SamplerKind::kTorchDistributed) {
+    job.first_rank = 0;
+    job.last_rank = job.world - 1;
   }
-  if (spec.kind == SamplerKind::kTorchRandom && spec.persistent_workers) {
-    items.push_back("persistent_workers=1");
-  }
-  if (spec.kind == SamplerKind::kNumpy && spec.reseed == NumpyReseed::kEpoch) {
-    items.push_back("reseed=epoch");
-  }
-  if (spec.end_epoch) items.push_back("epochs=" + std::to_string(*spec.end_epoch));
-  if (spec.start_epoch != 0) items.push_back("start_epoch=" + std::to_string(spec.start_epoch));
-  std::string out = SamplerKindName(spec.kind);
-  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? ":" : ",") + items[i];
-  return out;
+  return FormatPlanSpec(job);
 }
 
 }  // namespace clairfs

@@ -76,11 +76,15 @@ constexpr size_t kMaxSeedDigits = 10000;
 
 Result<PlanSpec> ParsePlanSpec(std::string_view text);
 
-// The spec written in one canonical way (keys in a fixed order, defaults left out, numbers in
-// decimal), so that two specs of the same plan compare equal as text. Without `with_ranks` a
-// torch-distributed spec leaves out its ranks= (the job's plan, which every node shares).
-// ParsePlanSpec of the result gives the same spec (with all ranks when they were left out).
-std::string CanonicalPlanSpec(const PlanSpec& spec, bool with_ranks = true);
+// The canonical text of a parsed spec: the kind, then the keys it sets in the order of the forms
+// above, each only where it differs from the default (ranks only when not the whole world), seeds
+// in plain decimal. ParsePlanSpec(FormatPlanSpec(s)) gives back s (but for `text`).
+std::string FormatPlanSpec(const PlanSpec& spec);
+// The decimal digits of `seed` ("-" first when negative), whatever digits it was written with.
+std::string FormatSeedInteger(const SeedInteger& seed);
+// The job's plan that every node of a torch-distributed job shares: FormatPlanSpec of the spec
+// with all ranks of the world (other kinds: FormatPlanSpec).
+std::string FormatJobPlanSpec(const PlanSpec& spec);
 
 // Parses a decimal integer ("-12", "340282366920938463463374607431768211455"); no sign other than
 // a leading '-', no spaces, no hex. Errors name `what`.

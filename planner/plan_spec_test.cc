@@ -2,6 +2,10 @@
 // message per kind of bad spec.
 #include "planner/plan_spec.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace clairfs {
@@ -195,31 +199,57 @@ TEST(PlanSpec, GarbageNeverCrashes) {
 namespace clairfs {
 namespace {
 
-TEST(PlanSpecCanonical, EquivalentSpecsGiveOneTextThatParsesBack) {
-  auto a = ParsePlanSpec("torch-distributed:world=8,seed=42,ranks=2-3,shuffle=1,epochs=90");
-  auto b = ParsePlanSpec("torch-distributed:seed=42,epochs=90,world=8,ranks=2-3");
+TEST(PlanSpec, TheJobsPlanLeavesOutTheRanks) {
+  auto a = ParsePlanSpec("torch-distributed:world=8,seed=042,ranks=2-3,shuffle=1,epochs=90");
+  auto b = ParsePlanSpec("torch-distributed:seed=42,epochs=90,world=8,ranks=5-5");
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(CanonicalPlanSpec(*a), "torch-distributed:seed=42,world=8,ranks=2-3,epochs=90");
-  EXPECT_EQ(CanonicalPlanSpec(*a), CanonicalPlanSpec(*b));
-  EXPECT_EQ(CanonicalPlanSpec(*a, /*with_ranks=*/false),
-            "torch-distributed:seed=42,world=8,epochs=90");
-  for (const char* text :
-       {"torch-distributed:seed=-3,world=4,drop_last=1,shuffle=0,start_epoch=2,epochs=5",
-        "torch-random:seed=7,persistent_workers=1", "numpy:seed=1,reseed=epoch,epochs=3",
-        "numpy-rng:seed=123456789012345678901234567890", "sequential", "sequential:epochs=2",
-        "list:/tmp/x.list"}) {
-    auto spec = ParsePlanSpec(text);
-    ASSERT_TRUE(spec.ok()) << text;
-    const std::string canonical = CanonicalPlanSpec(*spec);
+  EXPECT_EQ(FormatPlanSpec(*a), "torch-distributed:seed=42,world=8,ranks=2-3,epochs=90");
+  EXPECT_NE(FormatPlanSpec(*a), FormatPlanSpec(*b));
+  EXPECT_EQ(FormatJobPlanSpec(*a), "torch-distributed:seed=42,world=8,epochs=90");
+  EXPECT_EQ(FormatJobPlanSpec(*a), FormatJobPlanSpec(*b));
+  auto other = ParsePlanSpec("torch-distributed:seed=43,world=8,ranks=2-3,epochs=90");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(FormatJobPlanSpec(*a), FormatJobPlanSpec(*other));
+  auto random = ParsePlanSpec("torch-random:seed=7");
+  ASSERT_TRUE(random.ok());
+  EXPECT_EQ(FormatJobPlanSpec(*random), FormatPlanSpec(*random));
+}
+
+// FormatPlanSpec: the canonical text, which parses back to the same spec.
+TEST(PlanSpec, FormatsCanonicallyAndParsesBack) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"torch-distributed:world=8,seed=042", "torch-distributed:seed=42,world=8"},
+      {"torch-distributed:seed=-0,world=4,ranks=0-3,shuffle=1,drop_last=0",
+       "torch-distributed:seed=0,world=4"},
+      {"torch-distributed:start_epoch=2,epochs=5,ranks=1-2,shuffle=0,drop_last=1,world=4,"
+       "seed=-9223372036854775808",
+       "torch-distributed:seed=-9223372036854775808,world=4,ranks=1-2,drop_last=1,shuffle=0,"
+       "epochs=5,start_epoch=2"},
+      {"torch-random:persistent_workers=1,seed=18446744073709551615",
+       "torch-random:seed=18446744073709551615,persistent_workers=1"},
+      {"numpy:reseed=none,seed=7,epochs=3", "numpy:seed=7,epochs=3"},
+      {"numpy:reseed=epoch,seed=7", "numpy:seed=7,reseed=epoch"},
+      {"numpy-rng:seed=000340282366920938463463374607431768211456000",
+       "numpy-rng:seed=340282366920938463463374607431768211456000"},
+      {"sequential", "sequential"},
+      {"sequential:epochs=2", "sequential:epochs=2"},
+      {"list:a,b:c", "list:a,b:c"}};
+  for (const auto& [given, canonical] : cases) {
+    auto spec = ParsePlanSpec(given);
+    ASSERT_TRUE(spec.ok()) << given << ": " << spec.status().message();
+    EXPECT_EQ(FormatPlanSpec(*spec), canonical) << given;
     auto again = ParsePlanSpec(canonical);
     ASSERT_TRUE(again.ok()) << canonical;
-    EXPECT_EQ(CanonicalPlanSpec(*again), canonical) << text;
-    EXPECT_EQ(again->kind, spec->kind);
-    EXPECT_EQ(again->world, spec->world);
-    EXPECT_EQ(again->end_epoch, spec->end_epoch);
-    EXPECT_EQ(again->start_epoch, spec->start_epoch);
-    EXPECT_EQ(again->seed.ToInt128(), spec->seed.ToInt128());
+    EXPECT_EQ(FormatPlanSpec(*again), canonical);
   }
+  // Seeds of any size: 1000 nines, and 10^999.
+  const std::string nines(1000, '9');
+  auto big = ParsePlanSpec("numpy-rng:seed=" + nines);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(FormatSeedInteger(big->seed), nines);
+  auto power = ParseSeedInteger("1" + std::string(999, '0'), "seed");
+  ASSERT_TRUE(power.ok());
+  EXPECT_EQ(FormatSeedInteger(*power), "1" + std::string(999, '0'));
 }
 
 }  // namespace

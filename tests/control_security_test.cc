@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -24,6 +25,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fs/control/control_server.h"
 #include "fs/control/control_socket_dir.h"
 #include "tests/mount_helpers.h"
 #include "tests/test_util.h"
@@ -68,20 +70,17 @@ std::set<std::string> EntryPaths(const std::string& ls_json) {
   return out;
 }
 
-std::vector<std::string> SplitNul(const std::string& text) {
+// `text` cut at each `sep` (a last piece without one counts too).
+std::vector<std::string> SplitOn(const std::string& text, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start < text.size()) {
-    size_t end = text.find('\0', start);
+    size_t end = text.find(sep, start);
     if (end == std::string::npos) end = text.size();
     out.push_back(text.substr(start, end - start));
     start = end + 1;
   }
   return out;
-}
-
-bool NeedsRootAndSetpriv() {
-  return geteuid() == 0 && clairfs::testing::Run({"sh", "-c", "command -v setpriv"}).exit_code == 0;
 }
 
 // A mount root whose name is not UTF-8 over files whose names are not UTF-8, hold a newline or a
@@ -109,7 +108,7 @@ class HostileNamesTest : public ::testing::Test {
   size_t Staged() {
     CommandResult r = Cli({"ls", mnt_, "--staged", "-0"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return SplitNul(r.out).size();
+    return SplitOn(r.out, '\0').size();
   }
   TempDir dir_;
   std::string backing_, mnt_, cache_;
@@ -130,7 +129,7 @@ TEST_F(HostileNamesTest, EveryCommandTakesAndShowsNamesOfAnyBytes) {
       << r.out;
   r = Cli({"ls", mnt_, "-r", "-0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::vector<std::string> raw = SplitNul(r.out);
+  std::vector<std::string> raw = SplitOn(r.out, '\0');
   EXPECT_EQ(std::set<std::string>(raw.begin(), raw.end()),
             (std::set<std::string>{"bad_\xff\xfe.bin", "new\nline", "back\\slash",
                                    "d_\xc3/inner #1.bin", "plain.bin"}));
@@ -216,7 +215,7 @@ TEST_F(HostileNamesTest, EveryCommandTakesAndShowsNamesOfAnyBytes) {
   r = Cli({"plan", "show", "--backing", backing_, "--layout", "sorted", "--plan", "sequential",
            "--epoch", "0", "-0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  raw = SplitNul(r.out);
+  raw = SplitOn(r.out, '\0');
   EXPECT_EQ(std::set<std::string>(raw.begin(), raw.end()).count("new\nline"), 1u);
   ASSERT_EQ(Cli({"evict", mnt_, "--all"}).exit_code, 0);
   r = Cli({"stage", mnt_, "--from-file", plan_list, "--wait"});
@@ -229,15 +228,34 @@ TEST_F(HostileNamesTest, EveryCommandTakesAndShowsNamesOfAnyBytes) {
   ASSERT_EQ(m.Umount().exit_code, 0);
 }
 
-// A raw connection to a mount's control socket, for requests the CLI never sends.
-int RawConnect(const std::string& mnt) {
+// The control socket of the mount at `mnt`, as the mount root's "user.clairfs.control" names it.
+std::string ControlSocketOf(const std::string& mnt) {
   char path[512];
   ssize_t n = getxattr(mnt.c_str(), "user.clairfs.control", path, sizeof(path) - 1);
-  if (n <= 0) return -1;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "";
+}
+
+// The address of the Unix socket at `socket_path` (cut to fit; connect then fails).
+struct sockaddr_un UnixAddress(const std::string& socket_path) {
   struct sockaddr_un addr {};
   addr.sun_family = AF_UNIX;
-  memcpy(addr.sun_path, path, std::min(static_cast<size_t>(n), sizeof(addr.sun_path) - 1));
+  memcpy(addr.sun_path, socket_path.data(),
+         std::min(socket_path.size(), sizeof(addr.sun_path) - 1));
+  return addr;
+}
+
+// In a forked child: becomes uid `uid` for good (gid the same, no supplementary groups).
+bool DropTo(uid_t uid) {
+  return setgroups(0, nullptr) == 0 && setresgid(uid, uid, uid) == 0 &&
+         setresuid(uid, uid, uid) == 0;
+}
+
+// A raw connection to a mount's control socket, for requests the CLI never sends.
+int RawConnect(const std::string& mnt) {
+  const std::string path = ControlSocketOf(mnt);
+  if (path.empty()) return -1;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un addr = UnixAddress(path);
   if (connect(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
     return -1;
@@ -279,12 +297,159 @@ TEST_F(HostileNamesTest, RequestsWithRawBytesAreRefusedAndTheDaemonGoesOn) {
   ASSERT_EQ(m.Umount().exit_code, 0);
 }
 
+// Sends each of `lines` (a '\n' is added) on one connection of uid `uid` to `socket_path` and
+// returns the reply lines, "NO REPLY" for a request that got none within 10 s. The child process
+// that does it only makes system calls on buffers prepared before the fork.
+std::vector<std::string> AskAs(uid_t uid, const std::string& socket_path,
+                               const std::vector<std::string>& lines) {
+  struct sockaddr_un addr = UnixAddress(socket_path);
+  std::vector<std::string> requests;
+  for (const std::string& line : lines) requests.push_back(line + "\n");
+  static const char kNoReply[] = "NO REPLY\n";
+  int out[2];
+  if (pipe(out) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(out[0]);
+    if (!DropTo(uid)) _exit(99);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)) != 0) _exit(98);
+    for (const std::string& request : requests) {
+      (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+      bool replied = false;
+      char c = 0;
+      while (c != '\n') {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, 10000) <= 0 || recv(fd, &c, 1, 0) <= 0) break;
+        (void)!write(out[1], &c, 1);
+        replied = true;
+      }
+      if (!replied) (void)!write(out[1], kNoReply, sizeof(kNoReply) - 1);
+      if (replied && c != '\n') (void)!write(out[1], "\n", 1);  // cut off: end the line here
+    }
+    _exit(0);
+  }
+  close(out[1]);
+  std::string all;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof(buf))) > 0) all.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  waitpid(pid, nullptr, 0);
+  return SplitOn(all, '\n');
+}
+
+// Item 1 as another user would try it: nobody, on root's allow_other mount of a backing path that
+// is not UTF-8 over names of any bytes, runs every command open to them (status, ls, stats) after
+// root read the files, and sends on a connection of its own what the CLI never sends (bytes that
+// are not UTF-8, bad escapes, ops only the owner may run, a deeply nested array, a line over the
+// bound). Each request gets one reply line, and the daemon serves everyone after each.
+TEST_F(HostileNamesTest, AnotherUidEndsNothingWithNamesOrRequests) {
+  if (!CanRunAsOtherUsers()) GTEST_SKIP() << "needs root and setpriv";
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"-o", "allow_other"}).exit_code, 0);
+  ExpectServing("mount");  // root's reads: stats now holds rows of these names
+  const std::string escaped_backing = backing_.substr(0, backing_.size() - 1) + "\\xe9";
+
+  CommandResult r = CliAs(kNobody, {"status", mnt_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("back_\\xe9"), std::string::npos) << r.out;
+  r = CliAs(kNobody, {"status", mnt_, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out).value("backing", ""), escaped_backing) << r.out;
+  r = CliAs(kNobody, {"ls", mnt_, "-r", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(EntryPaths(r.out),
+            (std::set<std::string>{"bad_\\xff\\xfe.bin", "new\\x0aline", "back\\\\slash",
+                                   "d_\\xc3/inner #1.bin", "plain.bin"}))
+      << r.out;
+  r = CliAs(kNobody, {"ls", mnt_, "-r", "-0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(SplitOn(r.out, '\0').size(), files_.size()) << r.out;
+  r = CliAs(kNobody, {"ls", mnt_, "new\\x0aline"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& args : std::vector<std::vector<std::string>>{{"stats", mnt_, "--json"},
+                                                                {"stats", mnt_, "--top", "3"}}) {
+    r = CliAs(kNobody, args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.out.find("bad_"), std::string::npos) << "per-file rows went to another uid";
+  }
+  ExpectServing("another user's commands");
+
+  const std::string socket = ControlSocketOf(mnt_);
+  ASSERT_FALSE(socket.empty());
+  const std::string nested = std::string(200000, '[') + std::string(200000, ']');
+  const std::vector<std::string> lines = {
+      "{\"op\":\"ls\",\"path\":\"bad_\xff\xfe.bin\"}",
+      "{\"op\":\"status\",\"x\":\"\xe9\"}",
+      "{\"op\":\"ls\",\"path\":\"bad\\\\q\"}",
+      "{\"op\":\"ls\",\"path\":\"new\\\\x0aline\",\"limit\":" + nested + "}",
+      nested,
+      "{\"op\":\"stage\",\"paths\":[\"plain.bin\"]}",
+      "{\"op\":\"evict\",\"all\":true,\"force\":true}",
+      "{\"op\":\"plan_set\",\"spec\":\"list:/dev/zero\"}",
+      "{\"op\":\"heat_import_begin\",\"replace\":true}",
+      "{\"op\":\"ls\",\"path\":\"bad_\\\\xff\\\\xfe.bin\"}",
+      std::string(ControlServer::kMaxRequestBytes + 10, 'x')};
+  std::vector<std::string> replies = AskAs(kNobody, socket, lines);
+  ASSERT_EQ(replies.size(), lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    SCOPED_TRACE(lines[i].substr(0, 60));
+    json reply = ParseJson(replies[i]);
+    ASSERT_TRUE(reply.contains("ok")) << replies[i].substr(0, 200);
+    if (i == 9) {
+      EXPECT_EQ(reply.value("ok", false), true) << replies[i];
+      continue;
+    }
+    EXPECT_EQ(reply.value("ok", true), false) << replies[i];
+    const int code = reply.value("errno", 0);
+    if (i >= 5 && i <= 8) {
+      EXPECT_EQ(code, EPERM) << replies[i];
+    } else if (i == 10) {
+      EXPECT_EQ(code, EMSGSIZE) << replies[i];
+    } else {
+      EXPECT_EQ(code, EINVAL) << replies[i];
+    }
+  }
+  EXPECT_EQ(kill(m.pid(), 0), 0);
+  ExpectServing("another user's requests");
+  ASSERT_EQ(m.Umount().exit_code, 0);
+}
+
+// Another user tries to take root's mount down with the commands a user has: unmount it (plain,
+// lazy, or fusermount3 itself) or stop it through the socket. Each fails, and the mount serves on.
+TEST_F(HostileNamesTest, AnotherUidCannotUnmountRootsMount) {
+  if (!CanRunAsOtherUsers()) GTEST_SKIP() << "needs root and setpriv";
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"-o", "allow_other"}).exit_code, 0);
+  for (const auto& argv :
+       std::vector<std::vector<std::string>>{{ClairfsBin(), "umount", mnt_},
+                                             {ClairfsBin(), "umount", mnt_, "--lazy"},
+                                             {ClairfsBin(), "umount", mnt_, "--timeout", "1"},
+                                             {"fusermount3", "-u", mnt_},
+                                             {"fusermount3", "-uz", mnt_},
+                                             {"umount", mnt_}}) {
+    CommandResult r = RunAs(kNobody, argv, 60);
+    EXPECT_NE(r.exit_code, 0) << argv[0] << " " << argv[1];
+    EXPECT_TRUE(IsFuseMounted(mnt_)) << argv[0] << " " << argv[1] << " unmounted it";
+    ExpectServing(argv[0] + " " + argv[1] + " of another user");
+  }
+  std::vector<std::string> replies =
+      AskAs(kNobody, ControlSocketOf(mnt_), {"{\"op\":\"stop\"}", "{\"op\":\"umount\"}"});
+  ASSERT_EQ(replies.size(), 2u);
+  for (const std::string& reply : replies) EXPECT_EQ(ParseJson(reply).value("ok", true), false);
+  EXPECT_EQ(kill(m.pid(), 0), 0);
+  ASSERT_EQ(m.Umount().exit_code, 0);
+}
+
 // Other users see of a mount what the mount would show them, or aggregates only.
 class VisibilityTest : public MountDirsTest {
  protected:
   void SetUp() override {
     MountDirsTest::SetUp();
-    if (!NeedsRootAndSetpriv()) GTEST_SKIP() << "needs root and setpriv";
+    if (!CanRunAsOtherUsers()) GTEST_SKIP() << "needs root and setpriv";
     ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
     Make("open/a.bin", 0755, 0644);
     Make("secret/s.bin", 0700, 0644);
@@ -376,19 +541,39 @@ TEST_F(VisibilityTest, OthersOfAnAllowOtherMountSeeWhatTheKernelWouldShowThem) {
   ASSERT_EQ(m.Umount().exit_code, 0);
 }
 
+// umount waits for the daemon even while it cannot answer: `daemon` is stopped for 2 s while
+// `run_umount` runs, then let go; umount must succeed, and only once the daemon is done.
+void ExpectUmountWaitsForTheDaemon(pid_t daemon, const std::function<CommandResult()>& run_umount) {
+  ASSERT_EQ(kill(daemon, SIGSTOP), 0);
+  const auto started = std::chrono::steady_clock::now();
+  CommandResult umount;
+  std::thread unmounting([&] { umount = run_umount(); });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const bool daemon_alive_while_stopped = kill(daemon, 0) == 0;
+  kill(daemon, SIGCONT);
+  unmounting.join();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(umount.exit_code, 0) << umount.err;
+  EXPECT_TRUE(daemon_alive_while_stopped);
+  EXPECT_GE(waited, 2.0);
+  // The daemon lets go of its lock as the last of its state is destroyed, a moment before the
+  // process itself has ended: allow it that moment, not a flush.
+  const auto returned = std::chrono::steady_clock::now();
+  while (ProcessRunning(daemon) &&
+         std::chrono::steady_clock::now() - returned < std::chrono::seconds(2)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(ProcessRunning(daemon)) << "the daemon still ran 2 s after umount returned";
+}
+
 // Holds as many connections to `socket` as it is let have, as uid `uid`, reconnecting whenever
 // the daemon drops one, until killed. Returns the child's pid.
 pid_t HoldConnections(const std::string& socket_path, uid_t uid, int count) {
-  struct sockaddr_un addr {};
-  addr.sun_family = AF_UNIX;
-  memcpy(addr.sun_path, socket_path.data(),
-         std::min(socket_path.size(), sizeof(addr.sun_path) - 1));
+  struct sockaddr_un addr = UnixAddress(socket_path);
   pid_t pid = fork();
   if (pid != 0) return pid;
-  if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 ||
-      setresuid(uid, uid, uid) != 0) {
-    _exit(99);
-  }
+  if (!DropTo(uid)) _exit(99);
   int fds[64];
   for (int i = 0; i < count; ++i) fds[i] = -1;
   for (;;) {
@@ -450,25 +635,98 @@ TEST(ConnectionLimitsTest, AnotherUidCannotLockOutRootOrTheOwner) {
   }
   EXPECT_TRUE(refused) << r.err;
 
-  // umount waits for the daemon even while it cannot answer: stopped for 2 s, then let go.
   const pid_t daemon = DaemonPid(mnt);
   ASSERT_GT(daemon, 0);
-  ASSERT_EQ(kill(daemon, SIGSTOP), 0);
-  const auto started = std::chrono::steady_clock::now();
-  CommandResult umount;
-  std::thread unmounting([&] { umount = ns.Clairfs(kNobody, {"umount", mnt}, 60); });
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  const bool daemon_alive_while_stopped = kill(daemon, 0) == 0;
-  kill(daemon, SIGCONT);
-  unmounting.join();
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  EXPECT_EQ(umount.exit_code, 0) << umount.err;
-  EXPECT_TRUE(daemon_alive_while_stopped);
-  EXPECT_GE(waited, 2.0);
-  EXPECT_FALSE(ProcessRunning(daemon)) << "umount returned while the daemon still ran";
+  ExpectUmountWaitsForTheDaemon(daemon, [&] { return ns.Clairfs(kNobody, {"umount", mnt}, 60); });
   kill(holder, SIGKILL);
   waitpid(holder, nullptr, 0);
+}
+
+// Clients of uid `uid` against `socket_path`, each a process of its own, until killed: `slow`
+// connections that send a request one byte a second and never end it, `silent` ones that send
+// request after request and never read a reply (so the daemon's replies back up), and `storm`
+// processes that connect and hang up as fast as they can. A connection the daemon drops is made
+// again. Returns the pids.
+std::vector<pid_t> Flood(const std::string& socket_path, uid_t uid, int slow, int silent,
+                         int storm) {
+  struct sockaddr_un addr = UnixAddress(socket_path);
+  static const char kRequest[] = "{\"op\":\"status\"}\n";
+  std::vector<pid_t> pids;
+  for (int i = 0; i < slow + silent + storm; ++i) {
+    const int kind = i < slow ? 0 : i < slow + silent ? 1 : 2;
+    pid_t pid = fork();
+    if (pid != 0) {
+      pids.push_back(pid);
+      continue;
+    }
+    if (!DropTo(uid)) _exit(99);
+    for (;;) {
+      int fd = socket(AF_UNIX, SOCK_STREAM | (kind == 1 ? SOCK_NONBLOCK : 0), 0);
+      if (connect(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)) != 0 &&
+          errno != EINPROGRESS && errno != EAGAIN) {
+        close(fd);
+        usleep(10000);
+        continue;
+      }
+      if (kind == 0) {
+        while (send(fd, kRequest, 1, MSG_NOSIGNAL) == 1) sleep(1);
+      } else if (kind == 1) {
+        for (;;) {
+          ssize_t n = send(fd, kRequest, sizeof(kRequest) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+          if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;
+          if (n < 0) usleep(50000);
+        }
+      }
+      close(fd);
+    }
+  }
+  return pids;
+}
+
+// Kills and reaps its processes when it goes, whatever the test asserted before.
+struct ChildProcesses {
+  std::vector<pid_t> pids;
+  ~ChildProcesses() { KillAll(); }
+  void KillAll() {
+    for (pid_t pid : pids) kill(pid, SIGKILL);
+    for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+    pids.clear();
+  }
+};
+
+// Root's mount, another uid flooding its socket with slow, silent and storming clients: root
+// still runs status, stage and evict, and root's umount still waits for the daemon to exit.
+TEST(ConnectionLimitsTest, SlowSilentAndStormingClientsOfAnotherUidHoldUpNeitherRootNorUmount) {
+  if (!CanRunAsOtherUsers()) GTEST_SKIP() << "needs root and setpriv";
+  TempDir dir;
+  const std::string backing = dir / "back", mnt = dir / "mnt", cache = dir / "cache";
+  auto files = MakeFiles(backing, 12, 20000, 13);
+  MakeDirs(mnt);
+  ClairfsMount m(backing, mnt, cache);
+  ASSERT_EQ(m.Mount({"--no-read-through"}).exit_code, 0);
+  const std::string socket = ControlSocketOf(mnt);
+  ASSERT_FALSE(socket.empty());
+  ChildProcesses flood{Flood(socket, kHostile, 2, 2, 2)};
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (int round = 0; round < 3; ++round) {
+    const auto started = std::chrono::steady_clock::now();
+    CommandResult r = Cli({"status", mnt, "--json"}, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = Cli({"stage", mnt, "--wait"}, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = Cli({"evict", mnt, "--all", "--json"}, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(ParseJson(r.out).value("evicted", 0u), files.size()) << r.out;
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_LT(took, 30.0) << "round " << round;
+  }
+
+  const pid_t daemon = m.pid();
+  ASSERT_GT(daemon, 0);
+  ExpectUmountWaitsForTheDaemon(daemon, [&] { return Cli({"umount", mnt}, 90); });
+  flood.KillAll();
+  EXPECT_FALSE(IsFuseMounted(mnt));
 }
 
 // nobody mounts without XDG_RUNTIME_DIR, so the predictable place is /tmp/clairfs-65534. Another

@@ -26,6 +26,7 @@
 
 #include "tests/mount_helpers.h"
 #include "tests/test_util.h"
+#include "tests/user_fuse_namespace.h"
 
 namespace clairfs {
 namespace {
@@ -120,6 +121,55 @@ TEST_F(BadListFiles, APlanSetOnAMountIsRefusedAndTheDaemonStaysUp) {
   CommandResult r = Cli({"plan", "set", mnt_, "--plan", "list:" + (dir_ / "good.list")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(m.Status()["plan"].is_null());
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// Another user of root's mount (allow_other: they may read it) asks it to take a list plan or
+// layout from /dev/zero, a FIFO or an oversized file: refused as not theirs to change, before the
+// daemon opens anything (an open of the FIFO would hold the request), and the daemon serves on
+// without a plan. The same files given to their own `plan show` and `simulate` are refused at once.
+TEST_F(BadListFiles, AnotherUsersPlanSetIsRefusedBeforeTheFileIsOpened) {
+  if (!testing::CanRunAsOtherUsers()) GTEST_SKIP() << "needs root and setpriv";
+  constexpr uid_t kNobody = 65534;
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  ASSERT_EQ(chmod(fifo_.c_str(), 0666), 0);
+  ClairfsMount m(backing_, mnt_, cache_);
+  ASSERT_EQ(m.Mount({"-o", "allow_other"}).exit_code, 0);
+  const pid_t pid = m.pid();
+  ASSERT_GT(pid, 0);
+  const std::string denied = "permission denied: only root or the user who mounted (uid 0)";
+  for (const std::string& file : Bad()) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"plan", "set", mnt_, "--plan", "list:" + file},
+          std::vector<std::string>{"plan", "set", mnt_, "--plan", "sequential", "--layout",
+                                   "list:" + file}}) {
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::string> argv = {ClairfsBin()};
+      argv.insert(argv.end(), args.begin(), args.end());
+      CommandResult r = testing::RunAs(kNobody, argv, 30);
+      EXPECT_LT(SecondsSince(start), 10.0) << file;
+      EXPECT_EQ(r.exit_code, 1) << file << ": " << r.err;
+      EXPECT_NE(r.err.find(denied), std::string::npos) << r.err;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    CommandResult r = testing::RunAs(
+        kNobody, {ClairfsBin(), "plan", "show", "--plan", "list:" + file, "--epoch", "0"}, 30);
+    EXPECT_LT(SecondsSince(start), 10.0) << file;
+    EXPECT_EQ(r.exit_code, 2) << file << ": " << r.err;
+    EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
+    r = testing::RunAs(kNobody,
+                       {ClairfsBin(), "simulate", "--backing", backing_, "--plan", "list:" + file,
+                        "--capacity", "1M"},
+                       30);
+    EXPECT_EQ(r.exit_code, 2) << file << ": " << r.err;
+    // Alive, serving the other user, and without a plan.
+    EXPECT_EQ(kill(pid, 0), 0);
+    EXPECT_TRUE(m.Status()["plan"].is_null());
+    EXPECT_EQ(testing::RunAs(kNobody, {"cat", mnt_ + "/c/img0.jpg"}).out, "x");
+  }
+  CommandResult r = testing::RunAs(kNobody, {ClairfsBin(), "plan", "clear", mnt_});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(denied), std::string::npos) << r.err;
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
@@ -279,6 +329,37 @@ TEST_F(MountArguments, FsckByAUserWhoCannotReadTheCacheSaysSo) {
   EXPECT_EQ(r.err.find("no FORMAT"), std::string::npos) << r.err;
   // The owner's fsck finds the cache consistent.
   EXPECT_EQ(Cli({"fsck", "--cache", cache_}).exit_code, 0);
+}
+
+// A user's own mount (nobody, in a private mount namespace) cannot aim its log at a file of
+// root's: the mount command opens the log as the user, is refused, and fails before anything is
+// mounted; the file is left as it was.
+TEST(UserMountArguments, ALogFileTheUserMayNotWriteFailsTheMount) {
+  testing::UserFuseNamespace ns;
+  if (!ns.ok()) GTEST_SKIP() << ns.error();
+  testing::TempDir dir;
+  ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
+  const std::string backing = dir / "back", mnt = dir / "mnt", cache = dir / "cache";
+  WriteFile(backing + "/f", "content");
+  MakeDirs(mnt);
+  MakeDirs(cache);
+  ASSERT_EQ(testing::Run({"chown", "-R", "65534:65534", backing, mnt, cache}).exit_code, 0);
+  const std::string roots = dir / "roots.log";
+  WriteFile(roots, "root's own lines\n");
+  ASSERT_EQ(chmod(roots.c_str(), 0644), 0);
+  ns.Track(mnt);
+  for (const std::vector<std::string>& how :
+       {std::vector<std::string>{"--log-file", roots},
+        std::vector<std::string>{"-o", "log_file=" + roots}}) {
+    std::vector<std::string> args = {"mount", backing, mnt, "--cache", cache};
+    args.insert(args.end(), how.begin(), how.end());
+    CommandResult r = ns.Clairfs(65534, args);
+    EXPECT_EQ(r.exit_code, 1) << how[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot be written"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+    EXPECT_EQ(ns.Clairfs(65534, {"status", mnt}).exit_code, 1) << "something was mounted";
+  }
+  EXPECT_EQ(testing::ReadFile(roots), "root's own lines\n");
 }
 
 // The emulator between the backing tree and clairfs, restarted while clairfs is not mounted.

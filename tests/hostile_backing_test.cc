@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,10 +22,7 @@ constexpr uid_t kUser = 65534;  // nobody: the hostile user
 
 // Runs a shell command line as kUser (no supplementary groups).
 CommandResult AsUser(const std::string& command_line, int timeout_seconds = 30) {
-  return testing::Run(
-      {"setpriv", "--reuid=" + std::to_string(kUser), "--regid=" + std::to_string(kUser),
-       "--clear-groups", "/bin/sh", "-c", command_line},
-      timeout_seconds);
+  return RunAs(kUser, {"/bin/sh", "-c", command_line}, timeout_seconds);
 }
 
 class HostileBackingTest : public ::testing::Test {
@@ -132,6 +130,50 @@ TEST_F(HostileBackingTest, AFileReplacedByAnotherOrByAFifoIsNotServedAndHangsNot
   EXPECT_EQ(mount.Umount().exit_code, 0);
 }
 
+// The user owns the directory above the backing root, so after the mount they swap the root
+// itself for a link to root's directory. The daemon reaches files from the root it opened at
+// mount, so the user still reads the listed bytes (or an error), never root's.
+TEST_F(HostileBackingTest, TheBackingRootSwappedForALinkIsNeverFollowed) {
+  const std::string parent = dir_ / "uparent";
+  MakeDirs(parent);
+  ASSERT_EQ(chown(parent.c_str(), kUser, kUser), 0);
+  const std::string root = parent + "/back";
+  ASSERT_EQ(AsUser("mkdir -p " + root + "/d && head -c 8192 /dev/zero | tr '\\0' A > " + root +
+                   "/d/shadow && chmod 644 " + root + "/d/shadow")
+                .exit_code,
+            0);
+  for (const char* revalidate : {"never", "open"}) {
+    SCOPED_TRACE(revalidate);
+    ClairfsMount mount(root, mnt_, cache_);
+    ASSERT_EQ(mount.Mount({"-o", "allow_other", "--revalidate", revalidate, "--no-read-through"})
+                  .exit_code,
+              0);
+    ASSERT_EQ(AsUser("stat " + mnt_ + "/d/shadow").exit_code, 0);
+    CommandResult swapped =
+        AsUser("cd " + parent + " && mv back back.orig && mkdir fake && ln -s " + secret_dir_ +
+               " fake/d && ln -s fake back");
+    ASSERT_EQ(swapped.exit_code, 0) << swapped.err;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      CommandResult user_read = AsUser("head -c 100 " + mnt_ + "/d/shadow");
+      EXPECT_EQ(user_read.out.find("SECRET"), std::string::npos) << user_read.out;
+      if (user_read.exit_code == 0) {
+        EXPECT_EQ(user_read.out, std::string(100, 'A'));
+      }
+    }
+    // Root stages it: the copy is of the listed file, whatever the path now names.
+    CommandResult staged = testing::Run({ClairfsBin(), "stage", mnt_, "d/shadow", "--wait"});
+    CommandResult user_read = AsUser("head -c 100 " + mnt_ + "/d/shadow");
+    EXPECT_EQ(user_read.out.find("SECRET"), std::string::npos) << user_read.out;
+    if (staged.exit_code == 0) {
+      EXPECT_EQ(user_read.out, std::string(100, 'A')) << user_read.err;
+    }
+    EXPECT_EQ(mount.Umount().exit_code, 0);
+    ASSERT_EQ(AsUser("cd " + parent + " && rm back && rm -r fake && mv back.orig back").exit_code,
+              0);
+    std::filesystem::remove_all(cache_);
+  }
+}
+
 TEST_F(HostileBackingTest, ALinkSwappedInWhileListingLeavesTheDirectoryOut) {
   // A directory that is a link when the mount lists the tree is shown as a link and never
   // listed through: its target's names do not enter the manifest.
@@ -206,6 +248,45 @@ TEST_F(HostileBackingTest, UnderRevalidateOpenAChangedModeAppliesAtThatOpen) {
   CommandResult now_closed = AsUser("cat " + mnt_ + "/e/open");
   EXPECT_NE(now_closed.exit_code, 0) << now_closed.out;
   EXPECT_EQ(now_closed.out, "");
+  EXPECT_EQ(mount.Umount().exit_code, 0);
+}
+
+// The same for the owner: a file of root's, 0600, given to the user by chown in the backing store
+// opens for them at that very open, and taken back is refused at that very open.
+TEST_F(HostileBackingTest, UnderRevalidateOpenAChangedOwnerAppliesAtThatOpen) {
+  WriteFile(backing_ + "/e/given", "given bytes");
+  ASSERT_EQ(chmod((backing_ + "/e/given").c_str(), 0600), 0);
+  ClairfsMount mount(backing_, mnt_, cache_);
+  ASSERT_EQ(mount.Mount({"-o", "allow_other", "--revalidate", "open"}).exit_code, 0);
+  EXPECT_NE(AsUser("cat " + mnt_ + "/e/given").exit_code, 0);
+  ASSERT_EQ(chown((backing_ + "/e/given").c_str(), kUser, kUser), 0);
+  CommandResult now_theirs = AsUser("cat " + mnt_ + "/e/given");
+  EXPECT_EQ(now_theirs.exit_code, 0) << now_theirs.err;
+  EXPECT_EQ(now_theirs.out, "given bytes");
+  ASSERT_EQ(chown((backing_ + "/e/given").c_str(), 0, 0), 0);
+  CommandResult taken_back = AsUser("cat " + mnt_ + "/e/given");
+  EXPECT_NE(taken_back.exit_code, 0) << taken_back.out;
+  EXPECT_EQ(taken_back.out, "");
+  EXPECT_EQ(mount.Umount().exit_code, 0);
+}
+
+// --revalidate never (the default): the user rewrites files of theirs while root's mount serves
+// them. The staged one keeps serving the version listed at mount; the unstaged one is refused
+// (ESTALE, counted), never served in its new version or size.
+TEST_F(HostileBackingTest, WithoutRevalidationAUsersRewriteIsServedAsListedOrRefused) {
+  ClairfsMount mount(backing_, mnt_, cache_);
+  ASSERT_EQ(
+      mount.Mount({"-o", "allow_other", "--no-read-through", "--passthrough", "off"}).exit_code, 0);
+  ASSERT_EQ(testing::Run({ClairfsBin(), "stage", mnt_, "d/shadow", "--wait"}).exit_code, 0);
+  CommandResult rewritten =
+      AsUser("cd " + backing_ + " && printf BBBB > d/shadow && printf 'another version' > e/file");
+  ASSERT_EQ(rewritten.exit_code, 0) << rewritten.err;
+  EXPECT_EQ(AsUser("cat " + mnt_ + "/d/shadow").out, std::string(8192, 'A'));
+  CommandResult unstaged = AsUser("cat " + mnt_ + "/e/file");
+  EXPECT_NE(unstaged.exit_code, 0) << unstaged.out;
+  EXPECT_EQ(unstaged.out, "");
+  EXPECT_NE(unstaged.err.find("Stale file handle"), std::string::npos) << unstaged.err;
+  EXPECT_GE(mount.Status().value("not_as_listed", 0), 1);
   EXPECT_EQ(mount.Umount().exit_code, 0);
 }
 

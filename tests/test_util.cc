@@ -164,6 +164,17 @@ bool InCi() {
   return ci != nullptr && std::string(ci) == "true";
 }
 
+CommandResult RunAs(uid_t uid, const std::vector<std::string>& argv, int timeout_seconds) {
+  std::vector<std::string> as = {"setpriv", "--reuid=" + std::to_string(uid),
+                                 "--regid=" + std::to_string(uid), "--clear-groups"};
+  as.insert(as.end(), argv.begin(), argv.end());
+  return Run(as, timeout_seconds);
+}
+
+bool CanRunAsOtherUsers() {
+  return geteuid() == 0 && Run({"sh", "-c", "command -v setpriv"}).exit_code == 0;
+}
+
 std::string ClairfsBin() {
   const char* bin = getenv("CLAIRFS_BIN");
   if (bin && *bin) return bin;

@@ -44,6 +44,10 @@ CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds = 12
                   const std::vector<std::string>& env = {});
 // Runs a shell command line with /bin/sh -c.
 CommandResult Shell(const std::string& command_line, int timeout_seconds = 120);
+// Runs argv as another user: uid and gid `uid`, no supplementary groups (setpriv). For tests of
+// what a hostile local user can do; they skip unless CanRunAsOtherUsers() (root, and setpriv).
+CommandResult RunAs(uid_t uid, const std::vector<std::string>& argv, int timeout_seconds = 120);
+bool CanRunAsOtherUsers();
 
 // True under CI=true, where a test that cannot run for a reason inside the project (a package
 // .ci/install-deps installs is missing) fails instead of skipping.

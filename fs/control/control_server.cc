@@ -118,6 +118,12 @@ void ControlServer::AddTextHandler(const std::string& op, ControlAccess access,
   routes_[op] = Route{access, std::move(fields), nullptr, std::move(handler)};
 }
 
+std::map<std::string, std::vector<std::string>> ControlServer::Ops() const {
+  std::map<std::string, std::vector<std::string>> ops;
+  for (const auto& [op, route] : routes_) ops[op] = route.fields;
+  return ops;
+}
+
 Status ControlServer::Start() {
   struct sockaddr_un addr;
   std::memset(&addr, 0, sizeof(addr));

@@ -96,6 +96,9 @@ class ControlServer {
                   ControlHandler handler);
   void AddTextHandler(const std::string& op, ControlAccess access, std::vector<std::string> fields,
                       ControlTextHandler handler);
+  // The ops registered, each with the fields it takes besides "op" (for fuzzers and tests that
+  // build requests of every kind).
+  std::map<std::string, std::vector<std::string>> Ops() const;
   Status Start();
   void Stop();
   const std::string& socket_path() const { return socket_path_; }

@@ -53,6 +53,16 @@ void AddPing(ControlServer* server) {
                      });
 }
 
+TEST(ControlServerTest, OpsListsEveryOpWithItsFields) {
+  ControlServer server("", 1000);
+  AddPing(&server);
+  server.AddHandler("take", ControlAccess::kOwner, {"paths", "force"},
+                    [](const json&, const PeerCredentials&, json*) { return Status::Ok(); });
+  const std::map<std::string, std::vector<std::string>> expected = {{"ping", {}},
+                                                                    {"take", {"paths", "force"}}};
+  EXPECT_EQ(server.Ops(), expected);
+}
+
 TEST(ControlServerTest, AHandlerThatThrowsGetsAnErrorReplyAndTheServerGoesOn) {
   ControlServer server("", 1000);
   AddPing(&server);

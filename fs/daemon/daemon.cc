@@ -36,6 +36,7 @@
 #include "cache/manifest.h"
 #include "cache/stager.h"
 #include "fs/control/admin_handlers.h"
+#include "fs/control/control_handlers.h"
 #include "fs/control/control_server.h"
 #include "fs/control/control_socket_dir.h"
 #include "fs/control/heat_handlers.h"
@@ -434,24 +435,19 @@ Status StartDaemon(Daemon* d) {
   peer_sources.key = d->peer_key;
   peer_sources.key_problem = d->peer_key_problem;
   d->peer_port = std::make_unique<PeerPort>(std::move(peer_sources));
-  const StatusSources status_sources = StatusSourcesOf(d);
   PlanRuntime* plan_runtime = d->plan.get();
-  RegisterStatusHandlers(d->control.get(), status_sources);
-  RegisterPlanHandlers(d->control.get(), plan_runtime);
   AdminSources admin{d->paths.mountpoint, d->manifest.get(),
                      d->store.get(),      d->stager.get(),
                      d->heat.get(),       [plan_runtime] { return plan_runtime->Active(); }};
   admin.owner_uid = getuid();
   admin.allow_other = d->options.allow_other;
-  RegisterAdminHandlers(d->control.get(), std::move(admin));
   HeatStore* heat_store = d->heat.get();
   HeatPolicy* heat_policy = d->heat_policy;
-  RegisterHeatHandlers(d->control.get(),
-                       HeatSources{d->manifest.get(), heat_store, [=] {
-                                     if (heat_policy != nullptr) {
-                                       heat_policy->SetHeat(heat_store->snapshot());
-                                     }
-                                   }});
+  HeatSources heat{d->manifest.get(), heat_store, [=] {
+                     if (heat_policy != nullptr) heat_policy->SetHeat(heat_store->snapshot());
+                   }};
+  RegisterControlHandlers(d->control.get(), ControlSources{StatusSourcesOf(d), plan_runtime,
+                                                           std::move(admin), std::move(heat)});
   Status control = control_dir.ok() ? d->control->Start() : control_dir.status();
   if (!control.ok()) {
     Log(LogLevel::kWarn,

@@ -86,6 +86,11 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   auto expected = [&](const std::string& what) {
     return invalid("'" + value + "' is not " + what);
   };
+  // Options that are on by being named: `allow_other=0` must not turn allow_other on.
+  auto named_only = [&]() -> Status {
+    return has_value ? invalid("takes no value ('" + item + "' sets it: write only " + key + ")")
+                     : Status::Ok();
+  };
   auto count = [&](uint64_t min, uint64_t max) -> Result<uint64_t> {
     if (!has_value) return need_value();
     auto n = ParseCount(value, min, max);
@@ -102,10 +107,18 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     if (!size.ok()) return invalid(size.status().message());
     (k == "capacity" ? o->capacity : o->min_free) = *size;
   } else if (k == "foreground") {
+    CLAIRFS_RETURN_IF_ERROR(named_only());
     o->foreground = true;
   } else if (k == "read_through") {
-    o->read_through = !has_value || value == "1" || value == "yes" || value == "true";
+    if (!has_value || value == "1" || value == "yes" || value == "true") {
+      o->read_through = true;
+    } else if (value == "0" || value == "no" || value == "false") {
+      o->read_through = false;
+    } else {
+      return expected("1, yes, true, 0, no or false");
+    }
   } else if (k == "no_read_through") {
+    CLAIRFS_RETURN_IF_ERROR(named_only());
     o->read_through = false;
   } else if (k == "revalidate") {
     if (value == "never")
@@ -193,16 +206,11 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     if (!has_value || value.empty()) return need_value();
     o->peer_key = value;
     o->peer_key_given = true;
-  } else if (k == "allow_other") {
-    o->allow_other = true;
-  } else if (k == "suid") {
-    o->suid = true;
-  } else if (k == "dev") {
-    o->dev = true;
-  } else if (k == "nosuid") {
-    o->suid = false;
-  } else if (k == "nodev") {
-    o->dev = false;
+  } else if (k == "allow_other" || k == "suid" || k == "dev" || k == "nosuid" || k == "nodev") {
+    CLAIRFS_RETURN_IF_ERROR(named_only());
+    if (k == "allow_other") o->allow_other = true;
+    if (k == "suid" || k == "nosuid") o->suid = k == "suid";
+    if (k == "dev" || k == "nodev") o->dev = k == "dev";
   } else if (IsMountHelperOption(key)) {
     // Meant for mount(8) or systemd, not for us or the kernel.
   } else if (k == "allow_root" || k == "auto_unmount" || k == "max_read" || k == "blksize" ||
@@ -283,21 +291,23 @@ std::string KernelMountOptions(const MountOptions& o) {
   if (!o.suid) s += ",nosuid";
   if (!o.dev) s += ",nodev";
   if (o.allow_other) s += ",allow_other";
+  // libfuse splits the list at commas and reads a backslash as an escape of the byte after it
+  // (or of three octal digits): every item goes escaped, so the kernel gets it as given.
+  const auto escaped = [](const std::string& item) {
+    std::string out;
+    for (char c : item) {
+      if (c == ',' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out;
+  };
   bool has_fsname = false, has_subtype = false;
   for (const auto& item : o.fuse_options) {
     if (item.rfind("fsname=", 0) == 0) has_fsname = true;
     if (item.rfind("subtype=", 0) == 0) has_subtype = true;
-    s += "," + item;
+    s += "," + escaped(item);
   }
-  if (!has_fsname) {
-    // Commas in the fsname would split the option list; escape them as libfuse expects.
-    std::string name = "clairfs:";
-    for (char c : o.backing) {
-      if (c == ',' || c == '\\') name += '\\';
-      name += c;
-    }
-    s += ",fsname=" + name;
-  }
+  if (!has_fsname) s += ",fsname=" + escaped("clairfs:" + o.backing);
   if (!has_subtype) s += ",subtype=clairfs";
   return s;
 }

@@ -75,6 +75,43 @@ TEST(MountOptions, ASettingGivenTwiceIsRefused) {
   EXPECT_TRUE(Apply({"allow_other", "allow_other", "_netdev", "nofail", "_netdev"}).ok());
 }
 
+// Found by mount_options_fuzz: `nodev=/c` was taken as nodev, and `allow_other=0` or `suid=0`
+// turned the option on. Options that are on by being named refuse a value.
+TEST(MountOptions, OptionsOnByBeingNamedRefuseAValue) {
+  for (const char* bad : {"allow_other=0", "suid=0", "dev=1", "nosuid=0", "nodev=/c",
+                          "foreground=0", "no_read_through=1", "read_through=banana"}) {
+    MountOptions o;
+    Status st = Apply({bad}, &o);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.code(), EINVAL);
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    EXPECT_NE(st.message().find("(-o " + key + ")"), std::string::npos) << st.message();
+    EXPECT_FALSE(o.allow_other || o.suid || o.dev) << bad;
+  }
+  MountOptions o;
+  ASSERT_TRUE(Apply({"allow_other", "suid", "dev", "foreground"}, &o).ok());
+  EXPECT_TRUE(o.allow_other && o.suid && o.dev && o.foreground);
+  ASSERT_TRUE(Apply({"read_through=0"}, &o).ok());
+  EXPECT_FALSE(o.read_through);
+  ASSERT_TRUE(Apply({"read-through=yes"}, &o).ok());
+  EXPECT_TRUE(o.read_through);
+}
+
+// Found by mount_options_fuzz: a backslash in an item passed through (`fsname=m\e`) reached
+// libfuse unescaped, which reads it as an escape (the kernel got "me"; a trailing one would have
+// joined the next item). Items and the backing path go escaped.
+TEST(MountOptions, KernelOptionsCarryEveryItemAsGiven) {
+  MountOptions o;
+  o.backing = "/pfs/a,b\\012c";
+  EXPECT_EQ(KernelMountOptions(o),
+            "ro,default_permissions,nosuid,nodev,fsname=clairfs:/pfs/a\\,b\\\\012c,"
+            "subtype=clairfs");
+  ASSERT_TRUE(Apply(SplitMountOptionList("allow_other,fsname=m\\e,subtype=x\\,noatime"), &o).ok());
+  EXPECT_EQ(KernelMountOptions(o),
+            "ro,default_permissions,nosuid,nodev,allow_other,fsname=m\\\\e,subtype=x\\\\,"
+            "noatime");
+}
+
 TEST(MountOptions, PlanOnlySettingsNeedAPlan) {
   for (const char* item : {"layout=bogus", "layout=sorted", "layout_root=train", "plan_window=8"}) {
     Status st = Apply({"cache=/c", item});

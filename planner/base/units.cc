@@ -103,6 +103,12 @@ Result<uint64_t> ParseBandwidthMBps(std::string_view text) {
     const size_t first = i;
     uint64_t place = 100000;
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      // Past the sixth digit a fraction is of a byte per second: only zeros (so that a tiny
+      // bandwidth never becomes 0, which means no limit).
+      if (place == 0 && s[i] != '0') {
+        return Status::Invalid("invalid bandwidth '" + s +
+                               "' (finer than a byte per second: at most 6 decimals)");
+      }
       micro += static_cast<uint64_t>(s[i] - '0') * place;
       place /= 10;
       ++i;
@@ -111,7 +117,9 @@ Result<uint64_t> ParseBandwidthMBps(std::string_view text) {
   }
   const std::string rest = s.substr(i);
   if (!rest.empty() && rest != "MB/s" && rest != "M") return bad();
-  return static_cast<uint64_t>(whole * 1000000 + micro);
+  const unsigned __int128 bytes = whole * 1000000 + micro;
+  if (bytes > UINT64_MAX) return bad();
+  return static_cast<uint64_t>(bytes);
 }
 
 std::string FormatBytes(uint64_t bytes) {

@@ -62,6 +62,21 @@ TEST(ParseBandwidth, DecimalMegabytes) {
   }
 }
 
+// The largest bandwidth is 2^64-1 bytes/s; one byte more was taken modulo 2^64 (a limit of
+// 0.448384 MB/s), and a fraction finer than a byte per second was dropped (0.0000009 became 0,
+// which means no limit).
+TEST(ParseBandwidth, NeitherWrapsNorRoundsToNoLimit) {
+  EXPECT_EQ(ParseBandwidthMBps("18446744073709.551615").value(), UINT64_MAX);
+  EXPECT_FALSE(ParseBandwidthMBps("18446744073709.551616").ok());
+  EXPECT_FALSE(ParseBandwidthMBps("18446744073709.999999").ok());
+  EXPECT_EQ(ParseBandwidthMBps("0.000001").value(), 1u);
+  EXPECT_EQ(ParseBandwidthMBps("1.5000000000").value(), 1500000u);
+  Result<uint64_t> tiny = ParseBandwidthMBps("0.0000009");
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("finer than a byte per second"), std::string::npos)
+      << tiny.status().message();
+}
+
 TEST(FormatBytes, HumanUnits) {
   EXPECT_EQ(FormatBytes(12), "12 B");
   EXPECT_EQ(FormatBytes(1536), "1.5 KiB");

@@ -9,7 +9,7 @@
 // it concerns ("header: ...", "job region: ...", "name map: ...", "POSIX region: ..."):
 // truncation, offsets or lengths past the end of the file, bad compressed data, records that
 // do not fit. Decompressed sizes are capped (ReadOptions), so memory stays bounded whatever the
-// input. Reading never crashes on bad input; the fuzz target planner/darshan_reader_fuzz.cc
+// input. Reading never crashes on bad input; the fuzz target planner/darshan/darshan_reader_fuzz.cc
 // checks that.
 //
 // Thread-safety: pure functions.

@@ -1,5 +1,5 @@
 // libFuzzer target for the Darshan reader (built only with -DCLAIRFS_FUZZ=ON and clang; run by
-// .ci/fuzz-darshan). Any input must give a log or an error Status: no crash, no sanitizer
+// .ci/fuzz). Any input must give a log or an error Status: no crash, no sanitizer
 // report, bounded memory. For inputs that parse, printing them must work (the JSON strictly:
 // every string in it is escaped, so it is UTF-8), and a log clairfs re-encodes must read back
 // with the same records, names and raw modules (a property, not just "no crash").
