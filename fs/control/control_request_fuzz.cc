@@ -121,7 +121,7 @@ void BuildStack() {
   open.backing = *backing;
   open.scan_threads = 2;
   open.open_heat = true;
-  open.store_options = ContentStoreOptions{64 << 10, 0};  // room for a few of the files
+  open.store_options = ContentStoreOptions{64 << 10, 0, nullptr};  // room for a few files
   open.make_policy = [](HeatStore* heat) -> std::unique_ptr<EvictionPolicy> {
     auto policy = std::make_unique<HeatPolicy>();
     policy->SetHeat(heat->snapshot());
