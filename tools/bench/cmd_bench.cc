@@ -11,7 +11,7 @@ void RegisterBench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand(
       "bench",
       "Benchmark instruments: synthetic datasets, PFS emulator overhead, small and big files, "
-      "kernel passthrough, manifest scale, training epochs, heat-guided staging");
+      "kernel passthrough, manifest scale, training epochs, heat-guided staging, the peer tier");
   bench->require_subcommand(1);
   RegisterBenchMakeDataset(*bench);
   RegisterBenchVerifyDataset(*bench);
@@ -23,6 +23,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchManifest(*bench);
   RegisterBenchEpoch(*bench);
   RegisterBenchHeat(*bench);
+  RegisterBenchPeers(*bench);
 }
 
 int ReportBench(const char* command, const Status& measured, const nlohmann::json& result,

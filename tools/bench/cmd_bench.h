@@ -38,6 +38,8 @@ void RegisterBenchManifest(CLI::App& bench);
 void RegisterBenchEpoch(CLI::App& bench);
 // `clairfs bench heat`: one pass with the cache staged by heat per byte vs largest-first vs none.
 void RegisterBenchHeat(CLI::App& bench);
+// `clairfs bench peers`: a multi-node job over one emulated PFS, without and with peer agents.
+void RegisterBenchPeers(CLI::App& bench);
 
 // Reports a bench's measurement the same way for every child: on failure the one-line error of
 // Fail(command, measured); else `result` as one JSON line with `json`, or `print_table(result)`.
