@@ -19,8 +19,10 @@
 // dropped (posix_fadvise DONTNEED), so that a file read again on the same node is not served by
 // the kernel's page cache, as on a node whose memory cannot hold the dataset; then --work-ms of
 // simulated compute. The epoch's time is from the common start to the last node's last file.
-// Phases: "setup" (mounts and agents), each epoch (its reads; the staging for later epochs that
-// runs meanwhile is charged to it), "end" (after the last reads until every node's staging is
+// Phases: "setup" (mounts and agents; each daemon starts staging its plan as soon as it is
+// mounted, so setup's PFS bytes hold much of epoch 1's, and the peers mode's setup, which waits
+// for mpirun, stages more), each epoch (its reads; the staging for later epochs that runs meanwhile
+// is charged to it), "end" (after the last reads until every node's staging is
 // idle and the agents have exited: mpirun --enable-recovery exits 0 whatever its ranks return, so
 // the agents' own lines are kept in WORK/peers/agents.log). Per phase: PFS bytes and opens from
 // the emulator's counters (getxattr user.pfs_emu.counters), the daemons' read counters by source,
@@ -559,6 +561,7 @@ Result<nlohmann::json> RunMode(const PeersArgs& a, const Inputs& in, const Bench
   if (!pfs_before.ok()) return pfs_before.status();
   const std::string load_start = LoadAverage();
   const auto setup_start = Clock::now();
+  nlohmann::json transport;
   for (int i = 0; i < a.nodes; ++i) {
     auto mnt = work.Subdir(mode + "/mnt" + std::to_string(i));
     auto cache = work.Subdir(mode + "/cache" + std::to_string(i));
@@ -579,6 +582,10 @@ Result<nlohmann::json> RunMode(const PeersArgs& a, const Inputs& in, const Bench
     auto st = MountStatus(*mnt);
     if (!st.ok()) return st.status();
     run.daemons.push_back(st->value("pid", -1));
+    if (i == 0) {  // what the mounts got, for the record (every node gets the same)
+      transport = {{"passthrough", (*st)["passthrough"].value("state", "")},
+                   {"fuse_transport", (*st)["fuse_transport"].value("state", "")}};
+    }
   }
   if (peers) {
     CLAIRFS_RETURN_IF_ERROR(agents.Start({a.mpirun, "--oversubscribe", "--enable-recovery", "-np",
@@ -620,6 +627,7 @@ Result<nlohmann::json> RunMode(const PeersArgs& a, const Inputs& in, const Bench
                         {"phases", phases},
                         {"job", SumPhases(phases)},
                         {"steady_seconds", Median(steady)},
+                        {"mounts", transport},
                         {"loadavg_start", load_start},
                         {"loadavg_end", LoadAverage()}};
   if (peers) {
