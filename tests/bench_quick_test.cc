@@ -1,12 +1,14 @@
-// `clairfs bench {epoch,smallfile,bigfile,manifest,heat} --quick --json`: each instrument runs end
-// to end and its output satisfies invariants that hold whatever the machine's speed (timings are
-// never checked): every byte expected was read, a cache of 150% of the dataset serves epochs
+// `clairfs bench {epoch,smallfile,bigfile,manifest,heat,peers} --quick --json`: each instrument
+// runs end to end and its output satisfies invariants that hold whatever the machine's speed
+// (timings are never checked): every byte expected was read, a cache of 150% of the dataset serves
+// epochs
 // >= 2 without touching the backing store (LRU, plan and heat), LRU never beats Belady, the plan
 // (which each epoch's remount resumes at that epoch) is never dropped and gets at least LRU's
 // hits at a 50% cache, the epoch bench's heat rows import the LRU run's Darshan logs, evict by
 // heat and (at 150%) are fully staged by their prolog, no cache exceeds its capacity, the
 // daemon's RSS and fd count are reported and the fd count is small, heat staging fills the
-// capacity with the hot small files and largest-first with a large one, and nothing stays
+// capacity with the hot small files and largest-first with a large one, the peers bench verifies
+// every byte of every node's epochs and its nodes pull copies from each other, and nothing stays
 // mounted or on disk afterwards.
 // Each run gets its own TMPDIR so leftovers are attributable.
 #include <dirent.h>
@@ -324,6 +326,51 @@ TEST(BenchQuick, PassthroughReadsEveryByteAndOnModeSendsNoRead) {
        {"read_ns_1_thread", "read_ns_2_threads", "passthrough_open_ns", "release_ns"}) {
     EXPECT_GT(j["counters"][k].get<double>(), 0) << k;
   }
+}
+
+// Four nodes over one emulator, without and with agents: every byte of every epoch verified, the
+// PFS counted at the emulator, and with agents the nodes serve reads from copies pulled from each
+// other (timings and the targets are reported, never checked).
+TEST(BenchQuick, PeersVerifiesEveryByteAndTheNodesShareCopies) {
+  nlohmann::json j = RunBench({"peers"});
+  ASSERT_TRUE(j.contains("modes")) << j.dump();
+  ASSERT_EQ(j["modes"].size(), 2u);
+  const uint64_t dataset = j["dataset_bytes"];
+  for (const auto& m : j["modes"]) {
+    SCOPED_TRACE(m["mode"].get<std::string>());
+    const auto& phases = m["phases"];
+    ASSERT_EQ(phases.size(), j["epochs"].get<size_t>() + 2);  // setup, epochs, end
+    for (const auto& p : phases) {
+      EXPECT_EQ(p["bytes_verified"], p["bytes_expected"]) << p["phase"];
+      EXPECT_EQ(p["bytes_read"], p["bytes_expected"]) << p["phase"];
+    }
+    // Each epoch the nodes together read the whole dataset (DistributedSampler pads at most
+    // world-1 samples).
+    for (size_t e = 1; e + 1 < phases.size(); ++e) {
+      EXPECT_GE(phases[e]["bytes_expected"].get<uint64_t>(), dataset) << "epoch " << e;
+      EXPECT_GT(phases[e]["cpu"]["readers"].get<double>(), 0) << "epoch " << e;
+      EXPECT_GT(phases[e]["cpu"]["daemons"].get<double>(), 0) << "epoch " << e;
+    }
+    // The first epoch is read from the PFS by both: the emulator counted at least the part
+    // that no node had staged yet, and no job reads less than the dataset from it.
+    EXPECT_GE(m["job"]["pfs_bytes"].get<uint64_t>(), dataset);
+    EXPECT_GT(m["job"]["pfs_opens"].get<uint64_t>(), 0u);
+  }
+  const auto& base = j["modes"][0];
+  const auto& peers = j["modes"][1];
+  EXPECT_EQ(base["mode"], "baseline");
+  EXPECT_EQ(peers["mode"], "peers");
+  EXPECT_EQ(base["job"]["bytes_from_peers"], 0);
+  EXPECT_EQ(base["job"]["cpu"]["agents"], 0.0);
+  EXPECT_GT(peers["job"]["bytes_from_peers"].get<uint64_t>(), 0u) << peers.dump();
+  EXPECT_GT(peers["job"]["cpu"]["agents"].get<double>(), 0) << peers.dump();
+  EXPECT_TRUE(peers["agents_left_by_themselves"].get<bool>()) << peers["agents_log_tail"];
+  // The peers read less from the PFS than the nodes alone.
+  EXPECT_LT(peers["job"]["pfs_bytes"].get<uint64_t>(), base["job"]["pfs_bytes"].get<uint64_t>());
+  for (const char* key : {"pfs_from_epoch2", "pfs_job", "steady_speedup", "verified"}) {
+    EXPECT_TRUE(j["targets"][key].is_object()) << key;
+  }
+  EXPECT_TRUE(j["targets"]["verified"]["met"].get<bool>());
 }
 
 }  // namespace

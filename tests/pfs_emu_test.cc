@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -101,6 +102,27 @@ TEST_F(PfsEmuTest, ServesTheBackingTreeByteForByte) {
     return out;
   };
   EXPECT_EQ(strip_dir_sizes(ls_mnt.out), strip_dir_sizes(ls_backing.out));
+}
+
+// The counters a bench charges to the PFS: files opened and bytes read since the mount, as JSON in
+// the root's user.pfs_emu.counters; other names and other inodes have no such attribute.
+TEST_F(PfsEmuTest, CountsOpensAndBytesReadInTheRootsXattr) {
+  ASSERT_NO_FATAL_FAILURE(Mount({}));
+  auto counters = [&] {
+    char buf[256];
+    const ssize_t n = getxattr(mnt_.c_str(), "user.pfs_emu.counters", buf, sizeof(buf));
+    EXPECT_GT(n, 0) << strerror(errno);
+    return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  };
+  EXPECT_EQ(counters(), "{\"opens\":0,\"bytes_read\":0}");
+  auto read = ReadFiles(mnt_, files_, 2, /*verify=*/true);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(counters(), "{\"opens\":" + std::to_string(files_.size()) +
+                            ",\"bytes_read\":" + std::to_string(TotalSize(files_)) + "}");
+  EXPECT_EQ(getxattr(mnt_.c_str(), "user.other", nullptr, 0), -1);
+  EXPECT_EQ(errno, ENODATA);
+  EXPECT_EQ(getxattr(InMount("big.bin").c_str(), "user.pfs_emu.counters", nullptr, 0), -1);
+  EXPECT_EQ(errno, ENODATA);
 }
 
 TEST_F(PfsEmuTest, EveryMutationIsEROFS) {

@@ -2,6 +2,7 @@
 #include "tools/bench/bench_mounts.h"
 
 #include <signal.h>
+#include <sys/xattr.h>
 
 #include <cerrno>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "fs/daemon/daemon.h"
+#include "tools/bench/pfs_emu_options.h"
 #include "tools/cli/control_client.h"
 #include "tools/cli/interrupt_cleanup.h"
 #include "tools/cli/subprocess.h"
@@ -110,6 +112,18 @@ Result<nlohmann::json> MountStatus(const std::string& mountpoint) {
   auto client = cli::ControlClient::Connect(mountpoint);
   if (!client.ok()) return client.status();
   return client->Call({{"op", "status"}});
+}
+
+Result<PfsEmuCounters> ReadEmulatorCounters(const std::string& mountpoint) {
+  char buf[256];
+  const ssize_t n = getxattr(mountpoint.c_str(), kPfsEmuCountersXattr, buf, sizeof(buf));
+  if (n < 0)
+    return Status::FromErrno(errno, "reading the PFS emulator's counters at " + mountpoint);
+  auto j = nlohmann::json::parse(std::string(buf, static_cast<size_t>(n)), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Error(EPROTO, "the PFS emulator at " + mountpoint + " answered bad counters");
+  }
+  return PfsEmuCounters{j.value("opens", uint64_t{0}), j.value("bytes_read", uint64_t{0})};
 }
 
 Status WaitStagingIdle(const std::string& mountpoint, int timeout_seconds) {

@@ -66,6 +66,14 @@ Status RunClairfsCommand(const std::string& self, const std::vector<std::string>
 // The daemon's `status` reply (see fs/status_report.h).
 Result<nlohmann::json> MountStatus(const std::string& mountpoint);
 
+// The PFS emulator's counters since its mount (pfs_emu_fs.h): files opened, bytes read from the
+// backing store.
+struct PfsEmuCounters {
+  uint64_t opens = 0;
+  uint64_t bytes_read = 0;
+};
+Result<PfsEmuCounters> ReadEmulatorCounters(const std::string& mountpoint);
+
 // Polls status until staging.queued == 0 and staging.in_flight == 0; ETIMEDOUT after
 // `timeout_seconds`.
 Status WaitStagingIdle(const std::string& mountpoint, int timeout_seconds = 600);

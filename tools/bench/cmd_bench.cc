@@ -11,7 +11,8 @@ void RegisterBench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand(
       "bench",
       "Benchmark instruments: synthetic datasets, PFS emulator overhead, small and big files, "
-      "kernel passthrough, manifest scale, training epochs, heat-guided staging, soak");
+      "kernel passthrough, manifest scale, training epochs, heat-guided staging, soak, the peer "
+      "tier");
   bench->require_subcommand(1);
   RegisterBenchMakeDataset(*bench);
   RegisterBenchVerifyDataset(*bench);
@@ -24,6 +25,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchEpoch(*bench);
   RegisterBenchHeat(*bench);
   RegisterBenchSoak(*bench);
+  RegisterBenchPeers(*bench);
 }
 
 int ReportBench(const char* command, const Status& measured, const nlohmann::json& result,

@@ -40,6 +40,8 @@ void RegisterBenchEpoch(CLI::App& bench);
 void RegisterBenchHeat(CLI::App& bench);
 // `clairfs bench soak`: a long verified read load (with admin churn) and the daemon's RSS and fds.
 void RegisterBenchSoak(CLI::App& bench);
+// `clairfs bench peers`: a multi-node job over one emulated PFS, without and with peer agents.
+void RegisterBenchPeers(CLI::App& bench);
 
 // Reports a bench's measurement the same way for every child: on failure the one-line error of
 // Fail(command, measured); else `result` as one JSON line with `json`, or `print_table(result)`.

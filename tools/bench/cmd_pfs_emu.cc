@@ -74,8 +74,9 @@ void RegisterPfsEmu(CLI::App& app) {
       &app, kCommand,
       "Mount BACKING read-only at MOUNTPOINT as an emulated busy parallel-filesystem client: "
       "per-operation latency (overlapping across requests), bandwidth caps and injected errors, "
-      "with no kernel caching. A benchmark instrument, not part of clairfs. Unmount with "
-      "`fusermount3 -u MOUNTPOINT`.");
+      "with no kernel caching. A benchmark instrument, not part of clairfs. Files opened and bytes "
+      "read since the mount: `getfattr --only-values -n user.pfs_emu.counters MOUNTPOINT` (JSON). "
+      "Unmount with `fusermount3 -u MOUNTPOINT`.");
   cmd->add_option("BACKING", args->backing, "Directory to serve")->required();
   cmd->add_option("MOUNTPOINT", args->mountpoint, "Empty directory to mount on")->required();
   cmd->add_option("--open-latency", args->open_latency, "Added to each open, ms (default 0)")

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "planner/base/log.h"
@@ -182,6 +183,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (fuse_reply_open(req, &reply_fi) != 0) delete reinterpret_cast<OpenFile*>(reply_fi.fh);
   };
   file.release();  // owned by the kernel's handle from here: freed in OpRelease
+  fs->opens().fetch_add(1, std::memory_order_relaxed);
   fs->replies().Submit(DueIn(delay), std::move(reply));
 }
 
@@ -213,6 +215,7 @@ void OpRead(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t offset, fuse_
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }
+  fs->bytes_read().fetch_add(got, std::memory_order_relaxed);
   if (immediate) return (void)fuse_reply_buf(req, buf, got);
   // The bytes leave after the request latency, at the pace both buckets allow.
   uint64_t due = DueIn(latency);
@@ -259,6 +262,21 @@ void OpReaddir(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t offset, fu
 void OpReleasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
   delete reinterpret_cast<OpenDir*>(fi->fh);
   fuse_reply_err(req, 0);
+}
+
+// The counters, on the root only (pfs_emu_fs.h). Every other name is ENODATA, never ENOSYS: the
+// kernel stops sending GETXATTR for good after one ENOSYS.
+void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  if (ino != FUSE_ROOT_ID || std::strcmp(name, kPfsEmuCountersXattr) != 0) {
+    return (void)fuse_reply_err(req, ENODATA);
+  }
+  PfsEmuFs* fs = Fs(req);
+  const std::string value =
+      "{\"opens\":" + std::to_string(fs->opens().load(std::memory_order_relaxed)) +
+      ",\"bytes_read\":" + std::to_string(fs->bytes_read().load(std::memory_order_relaxed)) + "}";
+  if (size == 0) return (void)fuse_reply_xattr(req, value.size());
+  if (size < value.size()) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, value.data(), value.size());
 }
 
 void OpStatfs(fuse_req_t req, fuse_ino_t /*ino*/) {
@@ -332,6 +350,9 @@ fuse_lowlevel_ops MakeOperations() {
   };
   ops.releasedir = OpReleasedir;
   ops.statfs = OpStatfs;
+  ops.getxattr = [](fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+    Guard(req, [&] { OpGetxattr(req, ino, name, size); });
+  };
   ops.setattr = RoSetattr;
   ops.mknod = RoMknod;
   ops.mkdir = RoMkdir;

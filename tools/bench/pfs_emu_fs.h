@@ -15,6 +15,10 @@
 // the backing files' own, stable across emulator restarts, so a clairfs cache over the emulator
 // (whose copies record the backing inode) keeps its copies when the emulator is restarted. Not
 // emulated: readdir latency, metadata-server contention, partial reads.
+// Counters: files opened and bytes read from the backing store since the mount, what a bench
+// charges to the PFS. getxattr(MOUNTPOINT, "user.pfs_emu.counters") answers them as one JSON
+// object, {"opens":N,"bytes_read":N} (kCountersXattr; any other name, or another inode, is
+// ENODATA).
 //
 // Thread-safety: callbacks run on libfuse's worker threads concurrently; shared state is the
 // inode table (its own mutex), the aggregate bucket (its own mutex) and immutable options.
@@ -54,6 +58,9 @@ class PfsEmuFs {
   PfsEmuInodes& inodes() { return inodes_; }
   TokenBucket& aggregate_bucket() { return aggregate_; }
   int root_fd() const { return root_fd_; }
+  // Counted when an open succeeds and as a read's bytes leave the backing store.
+  std::atomic<uint64_t>& opens() { return opens_; }
+  std::atomic<uint64_t>& bytes_read() { return bytes_read_; }
 
  private:
   PfsEmuFs(const PfsEmuOptions& options, int root_fd, dev_t dev, ino_t ino);
@@ -63,6 +70,8 @@ class PfsEmuFs {
   PfsEmuInodes inodes_;
   TokenBucket aggregate_;
   DeferredReplies replies_;
+  std::atomic<uint64_t> opens_{0};
+  std::atomic<uint64_t> bytes_read_{0};
 };
 
 }  // namespace clairfs

@@ -22,6 +22,10 @@
 
 namespace clairfs {
 
+// The extended attribute of the emulator's root that holds its counters as JSON,
+// {"opens":N,"bytes_read":N} (pfs_emu_fs.h).
+inline constexpr char kPfsEmuCountersXattr[] = "user.pfs_emu.counters";
+
 struct PfsFailRule {
   enum class Op { kOpen, kRead };
   Op op = Op::kOpen;
