@@ -349,8 +349,9 @@ TEST(BenchQuick, PeersVerifiesEveryByteAndTheNodesShareCopies) {
     for (size_t e = 1; e + 1 < phases.size(); ++e) {
       EXPECT_GE(phases[e]["bytes_expected"].get<uint64_t>(), dataset) << "epoch " << e;
       EXPECT_GT(phases[e]["cpu"]["readers"].get<double>(), 0) << "epoch " << e;
-      EXPECT_GT(phases[e]["cpu"]["daemons"].get<double>(), 0) << "epoch " << e;
     }
+    // The daemons' CPU comes in clock ticks (10 ms): an epoch served from copies may take none.
+    EXPECT_GT(m["job"]["cpu"]["daemons"].get<double>(), 0);
     // The first epoch is read from the PFS by both: the emulator counted at least the part
     // that no node had staged yet, and no job reads less than the dataset from it.
     EXPECT_GE(m["job"]["pfs_bytes"].get<uint64_t>(), dataset);
