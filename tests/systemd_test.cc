@@ -491,9 +491,9 @@ TEST_F(SystemdTest, MountHelperMountsAsMount8CallsIt) {
 
 TEST_F(SystemdTest, SlurmScriptsPassShellcheck) {
   REQUIRE_TOOL("shellcheck");
-  CommandResult r =
-      clairfs::testing::Run({"shellcheck", "systemd/slurm/clairfs-prolog.sh",
-                             "systemd/slurm/clairfs-epilog.sh", "systemd/mount.clairfs.in"});
+  CommandResult r = clairfs::testing::Run(
+      {"shellcheck", "systemd/slurm/clairfs-prolog.sh", "systemd/slurm/clairfs-epilog.sh",
+       "systemd/slurm/clairfs-peer-step.sh", "systemd/mount.clairfs.in"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
