@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -27,14 +26,7 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv,
       dup2(out, 1);
       dup2(out, 2);
     }
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    for (const auto& kv : env) putenv(strdup(kv.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
+    ExecInChild(argv, env);
   }
   if (pid_ > 0) setpgid(pid_, pid_);
 }

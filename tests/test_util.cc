@@ -107,6 +107,17 @@ void DrainInto(int fd, std::string* out) {
 
 }  // namespace
 
+void ExecInChild(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  for (const auto& kv : env) putenv(strdup(kv.c_str()));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  _exit(127);
+}
+
 CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds,
                   const std::vector<std::string>& env) {
   CommandResult result;
@@ -116,14 +127,7 @@ CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds,
   if (pid == 0) {
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    for (const auto& kv : env) putenv(strdup(kv.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
+    ExecInChild(argv, env);
   }
   close(out_pipe[1]);
   close(err_pipe[1]);

@@ -42,6 +42,10 @@ struct CommandResult {
 // `timeout_seconds` then kills it.
 CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds = 120,
                   const std::vector<std::string>& env = {});
+// In a forked child: stdin from /dev/null, `env` ("K=V") added, then execvp(argv); exit 127 if
+// that fails. Never returns.
+[[noreturn]] void ExecInChild(const std::vector<std::string>& argv,
+                              const std::vector<std::string>& env);
 // Runs a shell command line with /bin/sh -c.
 CommandResult Shell(const std::string& command_line, int timeout_seconds = 120);
 // Runs argv as another user: uid and gid `uid`, no supplementary groups (setpriv). For tests of

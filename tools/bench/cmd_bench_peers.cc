@@ -70,6 +70,7 @@
 #include "tools/bench/bench_support.h"
 #include "tools/bench/cmd_bench.h"
 #include "tools/bench/dataset_writer.h"
+#include "tools/bench/read_workload.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/subprocess.h"
 
@@ -299,37 +300,6 @@ struct EpochRead {
   double cpu_seconds = 0;
 };
 
-// Reads one file through a mount, checking every byte; drops its pages afterwards.
-Status ReadAndVerify(const std::string& path, const SyntheticFile& file, char* buf, size_t size,
-                     uint64_t* bytes) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path);
-  SyntheticVerifier verifier(file.relpath);
-  uint64_t total = 0;
-  Status status;
-  for (;;) {
-    ssize_t n = read(fd, buf, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      status = Status::FromErrno(errno, "read " + path);
-      break;
-    }
-    if (n == 0) break;
-    total += static_cast<uint64_t>(n);
-    status = verifier.Update(buf, static_cast<size_t>(n));
-    if (!status.ok()) break;
-  }
-  if (status.ok()) status = verifier.Finish();
-  if (status.ok() && total != file.size) {
-    status = Status::Error(EILSEQ, path + ": read " + std::to_string(total) + " bytes, expected " +
-                                       std::to_string(file.size));
-  }
-  (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  close(fd);
-  *bytes = total;
-  return status;
-}
-
 // Every node's reader for epoch `e`, all starting together; stops at the first wrong byte.
 Result<EpochRead> ReadEpoch(const PeersArgs& a, const Inputs& in, size_t e,
                             const std::vector<std::string>& mounts) {
@@ -354,7 +324,8 @@ Result<EpochRead> ReadEpoch(const PeersArgs& a, const Inputs& in, size_t e,
         for (size_t i = next[n]++; i < order.size() && !failed.load(); i = next[n]++) {
           const SyntheticFile& f = in.files[order[i]];
           uint64_t got = 0;
-          Status st = ReadAndVerify(mounts[n] + "/" + f.relpath, f, buf.get(), kBuf, &got);
+          Status st = ReadSyntheticFile(mounts[n] + "/" + f.relpath, f, /*verify=*/true,
+                                        /*drop_pages=*/true, buf.get(), kBuf, &got);
           if (!st.ok()) {
             errors[slot] = st.WithContext("node " + std::to_string(n));
             failed = true;

@@ -17,12 +17,9 @@
 #include "planner/synthetic_content.h"
 
 namespace clairfs {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-Status ReadOne(const std::string& path, const SyntheticFile& file, bool verify, char* buf,
-               size_t buf_size, uint64_t* bytes) {
+Status ReadSyntheticFile(const std::string& path, const SyntheticFile& file, bool verify,
+                         bool drop_pages, char* buf, size_t buf_size, uint64_t* bytes) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "open " + path);
   SyntheticVerifier verifier(file.relpath);
@@ -42,6 +39,7 @@ Status ReadOne(const std::string& path, const SyntheticFile& file, bool verify, 
       if (!status.ok()) break;
     }
   }
+  if (drop_pages) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   close(fd);
   CLAIRFS_RETURN_IF_ERROR(status);
   if (verify) {
@@ -55,9 +53,9 @@ Status ReadOne(const std::string& path, const SyntheticFile& file, bool verify, 
   return Status::Ok();
 }
 
-}  // namespace
-
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // The reader pool behind ReadFiles and CheckFiles. With `stop_on_error` the other threads stop
 // at their next file after the first failure.
@@ -75,8 +73,8 @@ ReadResult RunReaders(const std::string& root, const std::vector<SyntheticFile>&
     std::unique_ptr<char[]> buf(new char[kBufSize]);
     for (size_t i = next++; i < files.size() && !stop.load(); i = next++) {
       uint64_t bytes = 0;
-      Status s =
-          ReadOne(root + "/" + files[i].relpath, files[i], verify, buf.get(), kBufSize, &bytes);
+      Status s = ReadSyntheticFile(root + "/" + files[i].relpath, files[i], verify, false,
+                                   buf.get(), kBufSize, &bytes);
       std::lock_guard<std::mutex> lock(mutex);
       ++result.files;
       result.bytes += bytes;

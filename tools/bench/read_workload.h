@@ -28,6 +28,13 @@ struct ReadResult {
   std::vector<std::string> errors;  // the first kMaxErrors messages, each naming its path
 };
 
+// Reads `path` (the synthetic file `file`) to its end, adding the bytes read to *bytes on success.
+// With `verify`, checks every byte against its synthetic content and the size against file.size
+// (EILSEQ); with `drop_pages`, drops its pages from the page cache afterwards, so a later read
+// of it is not served from there. Errors name the path, with the failing call's errno.
+Status ReadSyntheticFile(const std::string& path, const SyntheticFile& file, bool verify,
+                         bool drop_pages, char* buf, size_t buf_size, uint64_t* bytes);
+
 // Reads root/<relpath> for every file. With `verify`, checks every byte against the synthetic
 // content of its relpath and its size against files[i].size. Stops at the first failure and
 // returns it (EILSEQ for wrong content, else the errno of the failing call).
