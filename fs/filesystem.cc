@@ -283,20 +283,22 @@ Result<int> FileSystem::DataFd(OpenFile& file) {
     return Status::Error(EIO, "no daemon fd for a passthrough open");
   }
   auto opened = OpenCopy(file.data_path);
-  if (!opened.ok()) {
+  const bool from_backing = !opened.ok();
+  if (from_backing) {
     // Gone (evicted since the open) or unreadable (its device failed): the listed backing file
     // has the same bytes.
     if (opened.status().code() != ENOENT) NoteCopyReadError(file.path, opened.status());
-    file.copy_failed.store(true, std::memory_order_release);
     opened = OpenBacking(file.path, file.identity);
   }
   if (!opened.ok()) return opened.status();
-  // Concurrent first READs: one fd wins, the others are closed.
+  // Concurrent first READs: one fd wins, the others are closed; only the winner says which file
+  // the fd is (another READ that opened the copy may have won).
   int expected = -1;
   if (!file.fd.compare_exchange_strong(expected, *opened, std::memory_order_acq_rel)) {
     (void)env_->Close(*opened);
     return expected;
   }
+  if (from_backing) file.copy_failed.store(true, std::memory_order_release);
   return *opened;
 }
 
