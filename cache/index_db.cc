@@ -1,10 +1,20 @@
 // IndexDb: RocksDB setup with bounded memory and the status mapping (see index_db.h).
 #include "cache/index_db.h"
 
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+
 #include <rocksdb/cache.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_buffer_manager.h>
+
+#include "planner/base/log.h"
+#include "planner/base/units.h"
 
 namespace clairfs {
 namespace {
@@ -12,7 +22,26 @@ namespace {
 const char* const kFamilyNames[IndexDb::kFamilyCount] = {rocksdb::kDefaultColumnFamilyName.c_str(),
                                                          "names", "inodes", "entries", "heat"};
 
-rocksdb::ColumnFamilyOptions FamilyOptions(const std::shared_ptr<rocksdb::Cache>& block_cache) {
+// RocksDB's messages go to the daemon's log, never to a LOG file in the cache directory: a LOG
+// write that fails (a full or immutable device) leaves RocksDB 7.8's file writer in an error
+// state in which its next log line aborts the process (an assertion in WritableFileWriter), which
+// is how a full or read-only cache device used to kill the mount.
+class IndexLogger final : public rocksdb::Logger {
+ public:
+  IndexLogger() : rocksdb::Logger(rocksdb::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override { Logv(rocksdb::INFO_LEVEL, format, ap); }
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level < GetInfoLogLevel()) return;
+    char line[1024];
+    vsnprintf(line, sizeof(line), format, ap);
+    Log(level >= rocksdb::ERROR_LEVEL ? LogLevel::kWarn : LogLevel::kInfo, "index (rocksdb): %s",
+        line);
+  }
+};
+
+rocksdb::ColumnFamilyOptions FamilyOptions(const std::shared_ptr<rocksdb::Cache>& block_cache,
+                                           uint64_t write_buffer_bytes) {
   rocksdb::ColumnFamilyOptions options;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = block_cache;  // one bounded cache shared by all families
@@ -28,13 +57,24 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::shared_ptr<rocksdb::Cache>
   table.cache_index_and_filter_blocks_with_high_priority = true;
   table.pin_top_level_index_and_filter = true;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  options.write_buffer_size = 16 << 20;
+  options.write_buffer_size = write_buffer_bytes;
   options.max_write_buffer_number = 2;
   options.compression = rocksdb::kNoCompression;
   return options;
 }
 
 }  // namespace
+
+IndexSizing IndexSizingFor(uint64_t device_bytes) {
+  IndexSizing sizing;
+  sizing.write_buffer_bytes =
+      std::clamp<uint64_t>(device_bytes / 16, uint64_t{256} << 10, uint64_t{16} << 20);
+  sizing.max_wal_bytes = 2 * sizing.write_buffer_bytes;
+  // RocksDB preallocates 1.1 write buffers for each log and 4 MiB for its MANIFEST; on an ext4 a
+  // preallocation that does not fit takes the free space it finds and then fails.
+  sizing.manifest_preallocation_bytes = std::min<uint64_t>(uint64_t{4} << 20, device_bytes / 64);
+  return sizing;
+}
 
 Status IndexDb::FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return Status::Ok();
@@ -53,29 +93,41 @@ Status IndexDb::FromRocks(const rocksdb::Status& s, std::string_view what) {
 }
 
 Result<std::unique_ptr<IndexDb>> IndexDb::Open(const std::string& dir, rocksdb::Env* env) {
+  // The index lives on the cache device: its buffers, logs and preallocations are sized for that
+  // device, so that a small one (a test's tmpfs, a 16 MiB partition) holds an index too.
+  const std::string device_path = dir.substr(0, std::max<size_t>(dir.rfind('/'), 1));
+  struct statvfs vfs;
+  if (statvfs(device_path.c_str(), &vfs) != 0) {
+    return Status::Error(errno, "open index " + dir + ": statvfs " + device_path);
+  }
+  const IndexSizing sizing = IndexSizingFor(static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize);
   auto block_cache = rocksdb::NewLRUCache(32 << 20);
   rocksdb::DBOptions db_options;
-  // Every family's memtables together stay within 16 MiB, charged to the block cache, so the
-  // index's memory is 32 MiB in all however long the mount runs and whatever stages, evicts and
-  // imports do (without it five families could hold 160 MiB of memtables, which a soak of admin
-  // churn sees as RSS growing for hours). Reaching the bound flushes the largest memtable, which
-  // also keeps the write-ahead log short on a small cache device.
+  // Every family's memtables together stay within one write buffer (16 MiB at most), charged to
+  // the block cache, so the index's memory is 32 MiB in all however long the mount runs and
+  // whatever stages, evicts and imports do (without it five families could hold 160 MiB of
+  // memtables, which a soak of admin churn sees as RSS growing for hours). Reaching the bound
+  // flushes the largest memtable, which also keeps the write-ahead log short on a small cache
+  // device.
   db_options.write_buffer_manager =
-      std::make_shared<rocksdb::WriteBufferManager>(16 << 20, block_cache);
-  db_options.max_total_wal_size = 32 << 20;
+      std::make_shared<rocksdb::WriteBufferManager>(sizing.write_buffer_bytes, block_cache);
+  db_options.max_total_wal_size = sizing.max_wal_bytes;
+  db_options.manifest_preallocation_size = sizing.manifest_preallocation_bytes;
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.max_open_files = 256;  // bounded fds whatever the index size
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 3;
   db_options.info_log_level = rocksdb::WARN_LEVEL;
+  db_options.info_log = std::make_shared<IndexLogger>();
   if (env != nullptr) db_options.env = env;
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const char* name : kFamilyNames) {
-    families.emplace_back(name, FamilyOptions(block_cache));
+    families.emplace_back(name, FamilyOptions(block_cache, sizing.write_buffer_bytes));
   }
   auto index = std::unique_ptr<IndexDb>(new IndexDb());
   index->dir_ = dir;
+  index->write_buffer_bytes_ = sizing.write_buffer_bytes;
   index->block_cache_ = block_cache;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &index->handles_, &raw);
@@ -136,7 +188,7 @@ Status IndexDb::ResetManifest() {
     db_->DestroyColumnFamilyHandle(old);
     handles_[family] = nullptr;
     rocksdb::ColumnFamilyHandle* fresh = nullptr;
-    auto options = FamilyOptions(block_cache_);
+    auto options = FamilyOptions(block_cache_, write_buffer_bytes_);
     CLAIRFS_RETURN_IF_ERROR(
         FromRocks(db_->CreateColumnFamily(options, name, &fresh), "create " + name));
     handles_[family] = fresh;

@@ -6,8 +6,9 @@
 //   entries   staged copies: relative path -> CacheEntry (see cache_entry.h)
 //   heat      per-path heat imported from Darshan logs
 //
-// RocksDB statuses become clairfs Status values here and nowhere else. Thread-safe (RocksDB is);
-// ResetManifest() must not race with readers of the manifest column families.
+// Sized for its device (IndexSizingFor); RocksDB logs through clairfs logging, never into a file
+// on the device. RocksDB statuses become clairfs Status values here and nowhere else. Thread-safe
+// (RocksDB is); ResetManifest() must not race with readers of the manifest column families.
 #pragma once
 
 #include <memory>
@@ -22,6 +23,16 @@
 #include "planner/base/status.h"
 
 namespace clairfs {
+
+// What the index may take of its device. The write buffers (and with them the write-ahead log,
+// flushed at two buffers) are a sixteenth of the device, between 256 KiB and 16 MiB; the MANIFEST's
+// preallocation at most a 64th of it.
+struct IndexSizing {
+  uint64_t write_buffer_bytes = 16 << 20;
+  uint64_t max_wal_bytes = 32 << 20;
+  uint64_t manifest_preallocation_bytes = 4 << 20;
+};
+IndexSizing IndexSizingFor(uint64_t device_bytes);
 
 class IndexDb {
  public:
@@ -58,6 +69,7 @@ class IndexDb {
  private:
   IndexDb() = default;
   std::string dir_;
+  uint64_t write_buffer_bytes_ = 16 << 20;
   std::shared_ptr<rocksdb::Cache> block_cache_;  // bounded, shared by every family
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;

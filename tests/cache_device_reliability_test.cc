@@ -2,8 +2,7 @@
 // sits on a device that fails under them while readers verify every byte and `clairfs stage
 // --wait` keeps staging:
 //   full_tmpfs       a 4 MiB tmpfs, the dataset (about 96 MB) 24x larger
-//   full_ext4        a 64 MiB loop-mounted ext4 (a smaller one kills the daemon at mount:
-//                    docs/RELIABILITY.md)
+//   full_ext4        a 64 MiB loop-mounted ext4 (smaller ones: the test of findings 2 and 3)
 //   filled_by_other  a 48 MiB ext4 that another process fills to ENOSPC while the mount stages,
 //                    then empties
 //   removed_umount   the ext4 unmounted under the running mount (umount -l)
@@ -14,7 +13,7 @@
 // where the cache survives, fsck --verify must find no copy that differs from its backing file.
 // Read errors are counted, not refused: with passthrough the kernel reads a staged copy itself,
 // so a copy on a dead device fails its reader with EIO (docs/RELIABILITY.md); fsck runs that
-// fail (RocksDB aborting on an index that met I/O errors) are counted too.
+// fail are counted too.
 //
 // Trials: CLAIRFS_RELIABILITY_TRIALS rounds over all the scenarios (unset: 1, the CI form;
 // "full": 10). Summary line: RELIABILITY row=cache_device ...
@@ -165,6 +164,43 @@ TEST_F(CacheDeviceReliabilityTest, ADeadDeviceIsReadAroundThroughTheBackingStore
   }
   EXPECT_GE(m.Status().value("copy_read_fallbacks", uint64_t{0}), 1u);
   EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// Findings 2 and 3 of the row, fixed: a 16 MiB cache device (11 MiB free) mounts and stages,
+// since the index's buffers and preallocations are sized for its device; an index that meets
+// EPERM (the cache made immutable) fails the evict that met it, serves on, and the daemon stops
+// cleanly afterwards, since RocksDB's messages go to the daemon's log and not to a LOG file whose
+// failed write made RocksDB abort the process.
+TEST_F(CacheDeviceReliabilityTest, ASmallOrImmutableCacheDeviceNeverStopsTheDaemon) {
+  const std::string dev = dir_ / "dev-small";
+  MakeDirs(dev);
+  LoopExt4Device ext4(dir_ / "small.img", dev, 16);
+  if (!DeviceReady(ext4)) GTEST_SKIP() << skipped_;
+  const std::string cache = dev + "/cache";
+  ClairfsMount m(backing_, mnt_, cache);
+  CommandResult mounted = m.Mount({"--capacity", "6M"});
+  ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
+  std::vector<std::string> stage = {ClairfsBin(), "stage", mnt_};
+  stage.insert(stage.end(), names_.begin(), names_.begin() + 4);
+  stage.push_back("--wait");
+  CommandResult staged = testing::Run(stage);
+  ASSERT_EQ(staged.exit_code, 0) << staged.err;
+
+  ASSERT_EQ(testing::Run({"chattr", "-R", "+i", cache}).exit_code, 0);
+  CommandResult evicted = testing::Run({ClairfsBin(), "evict", mnt_, names_[0]});
+  EXPECT_NE(evicted.exit_code, 0);
+  EXPECT_NE(evicted.err.find("Operation not permitted"), std::string::npos) << evicted.err;
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(ReadFile(mnt_ + "/" + names_[i]), files_[names_[i]]);
+  ASSERT_EQ(testing::Run({"chattr", "-R", "-i", cache}).exit_code, 0);
+
+  CommandResult unmounted = m.Umount();
+  EXPECT_EQ(unmounted.exit_code, 0) << unmounted.err;
+  const std::string log = ReadFile(cache + "/daemon.log");
+  EXPECT_EQ(log.find("Assertion"), std::string::npos) << log;
+  EXPECT_NE(log.find("stopped: "), std::string::npos) << log;
+  const FsckVerdict fsck = FsckVerify(cache, backing_);
+  EXPECT_TRUE(fsck.ran) << fsck.output;
+  EXPECT_EQ(fsck.mismatched, 0u);
 }
 
 TEST_F(CacheDeviceReliabilityTest, FullRemovedImmutableAndFilledDevicesServeNoWrongByte) {

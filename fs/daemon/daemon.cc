@@ -760,6 +760,8 @@ int RunMountDaemon(MountOptions options) {
   ArmStopDeadline(mountpoint);
   daemon.stop_signals.reset();
   StopDaemon(&daemon);
+  // The last line of a clean stop (tests and admins look for it; a crash never writes it).
+  Log(LogLevel::kInfo, "stopped: %s unmounted, cache closed", mountpoint.c_str());
   if (!loop.ok()) {
     Log(LogLevel::kError, "%s", loop.message().c_str());
     return 1;
