@@ -166,6 +166,32 @@ TEST_F(CacheDeviceReliabilityTest, ADeadDeviceIsReadAroundThroughTheBackingStore
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
+// Finding 1 with passthrough (the default): the kernel reads staged copies itself and holds them
+// between opens, so the daemon reads none of them; its device probe (cache/device_probe.h) notices
+// the death within a second, and from then on every open is served from the backing store.
+TEST_F(CacheDeviceReliabilityTest, ADeadDeviceUnderPassthroughIsReadAroundOnceTheProbeSeesIt) {
+  const std::string dev = dir_ / "dev-dead-pt";
+  MakeDirs(dev);
+  LoopExt4Device ext4(dir_ / "dead-pt.img", dev, 64);
+  if (!DeviceReady(ext4)) GTEST_SKIP() << skipped_;
+  ClairfsMount m(backing_, mnt_, dev + "/cache");
+  ASSERT_EQ(m.Mount().exit_code, 0);
+  std::vector<std::string> stage = {ClairfsBin(), "stage", mnt_};
+  stage.insert(stage.end(), names_.begin(), names_.begin() + 20);
+  stage.push_back("--wait");
+  CommandResult staged = testing::Run(stage);
+  ASSERT_EQ(staged.exit_code, 0) << staged.err;
+  // Read once through the kernel: with passthrough on, the copies are now held by the kernel.
+  for (int i = 0; i < 20; ++i) ReadFile(mnt_ + "/" + names_[static_cast<size_t>(i)]);
+  ASSERT_TRUE(ext4.Shutdown());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // two probe intervals and more
+  for (int i = 0; i < 20; ++i) {
+    const std::string& rel = names_[static_cast<size_t>(i)];
+    EXPECT_EQ(ReadFile(mnt_ + "/" + rel), files_[rel]) << rel;
+  }
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
 // Findings 2 and 3 of the row, fixed: a 16 MiB cache device (11 MiB free) mounts and stages,
 // since the index's buffers and preallocations are sized for its device; an index that meets
 // EPERM (the cache made immutable) fails the evict that met it, serves on, and the daemon stops

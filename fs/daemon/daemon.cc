@@ -30,6 +30,7 @@
 #include "cache/cache_dir.h"
 #include "cache/cache_opener.h"
 #include "cache/content_store.h"
+#include "cache/device_probe.h"
 #include "cache/heat_policy.h"
 #include "cache/heat_store.h"
 #include "cache/index_db.h"
@@ -177,6 +178,7 @@ struct Daemon {
   std::unique_ptr<HeatStore> heat;
   std::unique_ptr<ContentStore> store;
   std::unique_ptr<Stager> stager;
+  std::unique_ptr<CacheDeviceProbe> device_probe;  // notices a dead device under passthrough
   // The peer tier (docs/PEERS.md): the key (null: off, and why), the staging queue between the
   // prefetcher and the stager, and the socket an agent attaches to.
   std::shared_ptr<const PeerKey> peer_key;
@@ -366,6 +368,9 @@ Status StartDaemon(Daemon* d) {
   stager_options.threads = d->options.stage_threads;
   stager_options.bandwidth = d->options.stage_bandwidth;
   d->stager = std::make_unique<Stager>(stager_options, d->store.get(), env);
+  d->device_probe =
+      std::make_unique<CacheDeviceProbe>(d->store.get(), d->cache_dir->root() + "/FORMAT");
+  d->device_probe->Start();
 
   FileSystemConfig fs_config{d->paths.backing, d->backing, d->options.revalidate,
                              d->options.read_through};
@@ -524,6 +529,7 @@ void StopDaemon(Daemon* d) {
   d->peer_port.reset();  // its deliverer publishes what it holds into the store
   d->peer_queue.reset();
   d->stager.reset();
+  d->device_probe.reset();
   d->store.reset();
   d->heat.reset();
   d->manifest.reset();
