@@ -78,6 +78,12 @@ void RegisterMount(CLI::App& app) {
                                         "Files staged concurrently (default 4)")
       ->type_name("N");
   cmd->add_option_function<std::string>(
+         "--request-threads", item("request_threads"),
+         "Kernel requests served at once, threads made on demand (default 128): each open or read "
+         "waiting on a hung backing store holds one, and when all are held every reader of the "
+         "mount waits")
+      ->type_name("N");
+  cmd->add_option_function<std::string>(
          "--stage-bandwidth", item("stage_bandwidth"),
          "Cap on staging reads from the backing store, MB/s (default 0 = none)")
       ->type_name("MB/s");

@@ -474,6 +474,7 @@ Status StartDaemon(Daemon* d) {
   adapter_options.entry_timeout = d->options.attr_timeout;
   adapter_options.attr_timeout = d->options.attr_timeout;
   adapter_options.read_mode = d->options.read_mode;
+  adapter_options.max_threads = d->options.request_threads;
   adapter_options.passthrough = d->options.passthrough;
   adapter_options.passthrough_probe_dir = d->paths.cache;
   adapter_options.passthrough_state = &d->passthrough;

@@ -37,7 +37,7 @@ std::string SettingOf(const std::string& k) {
       "scan_threads", "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
       "held_copies",  "list_ahead",      "sched",        "fuse_uring",    "log_file",
       "plan",         "layout",          "layout_root",  "plan_window",   "metrics_file",
-      "peer_key"};
+      "peer_key",     "request_threads"};
   if (k == "no_read_through") return "read_through";
   for (const char* setting : kSettings) {
     if (k == setting) return setting;
@@ -143,6 +143,10 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     auto n = count(1, 1024);
     if (!n.ok()) return n.status();
     o->stage_threads = static_cast<int>(*n);
+  } else if (k == "request_threads") {
+    auto n = count(4, 4096);
+    if (!n.ok()) return n.status();
+    o->request_threads = static_cast<int>(*n);
   } else if (k == "fuse_uring_threads") {
     auto n = count(1, 64);
     if (!n.ok()) return n.status();

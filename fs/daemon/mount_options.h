@@ -44,6 +44,9 @@ struct MountOptions {
   ManifestMode manifest = ManifestMode::kRescan;
   double attr_timeout = 86400.0;  // seconds; entry and attribute timeouts
   int stage_threads = 4;
+  // Requests served at once (libfuse's worker threads, made on demand). An open or read that
+  // waits on a hung backing store holds one; more of them than this stall every reader.
+  int request_threads = 128;
   uint64_t stage_bandwidth = 0;  // bytes/s; 0 = unlimited
   bool allow_other = false;
   bool suid = false;  // by default nosuid,nodev

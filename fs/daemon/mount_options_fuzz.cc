@@ -112,6 +112,8 @@ std::vector<std::string> WriteOut(const MountOptions& o) {
   add(o.manifest != d.manifest, "manifest=reuse");
   add(o.attr_timeout != d.attr_timeout, "attr_timeout=" + Seconds(o.attr_timeout));
   add(o.stage_threads != d.stage_threads, "stage_threads=" + std::to_string(o.stage_threads));
+  add(o.request_threads != d.request_threads,
+      "request_threads=" + std::to_string(o.request_threads));
   add(o.stage_bandwidth != d.stage_bandwidth,
       "stage_bandwidth=" + std::to_string(o.stage_bandwidth / 1000000) + "." +
           std::to_string(1000000 + o.stage_bandwidth % 1000000).substr(1));

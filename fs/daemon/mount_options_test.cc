@@ -38,13 +38,16 @@ TEST(MountOptions, SizesAreBinaryAndStrict) {
 
 TEST(MountOptions, CountsAreDecimalInRange) {
   MountOptions o;
-  ASSERT_TRUE(Apply({"stage_threads=010", "held_copies=0"}, &o).ok());
+  EXPECT_EQ(o.request_threads, 128);
+  ASSERT_TRUE(Apply({"stage_threads=010", "held_copies=0", "request_threads=256"}, &o).ok());
   EXPECT_EQ(o.stage_threads, 10);  // decimal, not octal
+  EXPECT_EQ(o.request_threads, 256);
   EXPECT_EQ(o.held_copies, 0u);
   for (const char* bad :
        {"stage_threads=-1", "stage_threads=0", "stage_threads=+4", "stage_threads= 4",
         "stage_threads=1e2", "scan_threads=257", "plan_window=0", "held_copies=-1",
-        "attr_timeout=-0", "attr_timeout=1e3", "attr_timeout=0x10", "stage_bandwidth=-0"}) {
+        "request_threads=3", "request_threads=4097", "attr_timeout=-0", "attr_timeout=1e3",
+        "attr_timeout=0x10", "stage_bandwidth=-0"}) {
     Status st = Apply({bad});
     EXPECT_FALSE(st.ok()) << bad;
     EXPECT_NE(st.message().find(std::string(bad).substr(0, std::string(bad).find('='))),

@@ -38,7 +38,7 @@ struct FuseAdapterOptions {
   std::string kernel_options;  // the -o string (see KernelMountOptions)
   double entry_timeout = 86400;
   double attr_timeout = 86400;
-  int max_threads = 16;
+  int max_threads = 128;
   int max_idle_threads = 8;
   ReadMode read_mode = ReadMode::kPread;
   PassthroughMode passthrough = PassthroughMode::kOff;
