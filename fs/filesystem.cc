@@ -202,7 +202,16 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
           node->path.c_str());
       return Status::Error(EACCES, "permission denied by the backing file's new attributes");
     }
-    if (*changed || TakePagesToDrop(ino)) result.keep_cache = false;
+    if (*changed) {
+      result.keep_cache = false;
+    } else if (TakePagesToDrop(ino)) {
+      // A GETATTR found the change and replied the fresh attributes, but the kernel drops a reply
+      // whose attribute version moved on meanwhile and then keeps the old size valid for the
+      // attribute timeout: reads of the new bytes at the old size (docs/RELIABILITY.md, backing
+      // store faults, finding 2). This open drops the pages and the attributes both.
+      result.keep_cache = false;
+      if (notifier_ != nullptr) notifier_->InvalidateInode(ino);
+    }
   }
 
   const FileIdentity identity = node->attr.identity();

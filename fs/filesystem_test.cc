@@ -258,6 +258,41 @@ TEST_F(FileSystemTest, AStagedCopyOfAChangedFileIsDroppedNotServed) {
   EXPECT_EQ(fs_->GetAttr(Ino("train/cat/b.jpg"))->size, 5u);
 }
 
+// Records the kernel invalidations the core asks for.
+class RecordingNotifier : public KernelNotifier {
+ public:
+  void InvalidateInode(uint64_t ino) override { invalidated.push_back(ino); }
+  std::vector<uint64_t> invalidated;
+};
+
+TEST_F(FileSystemTest, AChangeAGetattrFoundInvalidatesTheInodeAtTheNextOpen) {
+  Open(Revalidate::kOpen);
+  RecordingNotifier notifier;
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b");
+  // The GETATTR finds the change and replies the fresh size, with no invalidation (it would make
+  // the kernel drop that very reply).
+  auto attr = fs_->GetAttr(ino);
+  ASSERT_TRUE(attr.ok()) << attr.status().message();
+  EXPECT_EQ(attr->size, 5u);
+  EXPECT_TRUE(notifier.invalidated.empty());
+  // The next open drops the kernel's pages and attributes both, in case that reply was dropped.
+  auto opened = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_FALSE(opened->keep_cache);
+  EXPECT_EQ(notifier.invalidated, std::vector<uint64_t>{ino});
+  fs_->Release(std::move(opened->file));
+  // Once only: the open after that keeps its cache.
+  auto again = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->keep_cache);
+  EXPECT_EQ(notifier.invalidated.size(), 1u);
+  fs_->Release(std::move(again->file));
+  fs_->set_notifier(nullptr);
+}
+
 TEST_F(FileSystemTest, EveryWritingOpenIsErofsAndOnlyRegularFilesOpen) {
   Open();
   const uint64_t a = Ino("train/cat/a.jpg");
