@@ -377,7 +377,8 @@ TEST_F(AdminTest, PinLimitsAndEvictSkipsPinned) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ParseJson(r.out).value("pinned", 0u), 3u);
   r = Cli({"ls", mnt_, "part_0", "-r", "--json"});
-  for (const auto& e : ParseJson(r.out)["entries"]) EXPECT_TRUE(e.value("pinned", false));
+  const json listed = ParseJson(r.out);
+  for (const auto& e : listed["entries"]) EXPECT_TRUE(e.value("pinned", false));
   r = Cli({"evict", mnt_, "--all", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ParseJson(r.out).value("skipped_pinned", 0u), 3u);

@@ -160,7 +160,7 @@ TEST_F(HostileNamesTest, EveryCommandTakesAndShowsNamesOfAnyBytes) {
   r = Cli({"stage", mnt_, "--from-file", list, "--wait"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string nul_list = dir_ / "list.0";
-  WriteFile(nul_list, std::string("d_\xc3/inner #1.bin\0", 19));
+  WriteFile(nul_list, std::string("d_\xc3/inner #1.bin\0", 17));  // the name and its NUL
   r = Cli({"stage", mnt_, "--from-file", nul_list, "-0", "--wait"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = Cli({"stage", mnt_, mnt_ + "/plain.bin", "--wait"});
@@ -500,7 +500,8 @@ TEST_F(VisibilityTest, OthersOfAnAllowOtherMountSeeWhatTheKernelWouldShowThem) {
   r = CliAs(kNobody, {"ls", mnt_, "-r", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(EntryPaths(r.out), (std::set<std::string>{"open/a.bin", "unreadable.bin"})) << r.out;
-  for (const auto& e : ParseJson(r.out)["entries"]) {
+  const json listed = ParseJson(r.out);
+  for (const auto& e : listed["entries"]) {
     if (e.value("path", "") == "unreadable.bin") {
       EXPECT_TRUE(e["staged"].is_null()) << e.dump();  // its state is not nobody's to know
     } else {

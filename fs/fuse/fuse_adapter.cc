@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fs/fuse/mount_table.h"
+#include "fs/fuse/proc_groups.h"
 #include "planner/base/log.h"
 
 namespace clairfs {
@@ -191,24 +192,13 @@ void OnReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
 }
 
 // The request's sender: uid and gid from the request header, supplementary groups from
-// /proc (fuse_req_getgroups), read only if a check needs them.
+// /proc (proc_groups.h), read only if a check needs them.
 class FuseRequestCaller final : public RequestCaller {
  public:
   explicit FuseRequestCaller(fuse_req_t req) : req_(req) {}
   Caller Get() const override {
     const struct fuse_ctx* ctx = fuse_req_ctx(req_);
-    Caller caller{ctx->uid, ctx->gid, {}};
-    std::vector<gid_t> groups(64);
-    int n = fuse_req_getgroups(req_, static_cast<int>(groups.size()), groups.data());
-    if (n > static_cast<int>(groups.size())) {
-      groups.resize(static_cast<size_t>(n));
-      n = fuse_req_getgroups(req_, static_cast<int>(groups.size()), groups.data());
-    }
-    if (n > 0) {
-      groups.resize(std::min(groups.size(), static_cast<size_t>(n)));
-      caller.groups = std::move(groups);
-    }
-    return caller;
+    return Caller{ctx->uid, ctx->gid, GroupsOfThread(ctx->pid)};
   }
 
  private:
