@@ -102,9 +102,8 @@ std::vector<std::vector<uint64_t>> Placement::HomeFilesOfEveryNode() const {
   for (uint64_t f = 0; f < preferred_.size(); ++f) files[preferred_[f]].push_back(f);
   if (!first_read_.empty()) {
     for (auto& node_files : files) {
-      std::stable_sort(node_files.begin(), node_files.end(), [this](uint64_t a, uint64_t b) {
-        return first_read_[a] < first_read_[b];
-      });
+      std::stable_sort(node_files.begin(), node_files.end(),
+                       [this](uint64_t a, uint64_t b) { return first_read_[a] < first_read_[b]; });
     }
   }
   return files;
