@@ -385,6 +385,10 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--work-ms", cluster->work_ms,
                   "With --nodes: compute per sample, ms; reads overlap it (default 0)")
       ->type_name("W");
+  cmd->add_option("--copy-ms", cluster->copy_ms,
+                  "With --nodes: ms a node's stager spends per copy it publishes (write, fsync, "
+                  "rename, index), one copy at a time (default 0: no per-copy cost)")
+      ->type_name("MS");
   cmd->add_option("--placement", cluster->placement,
                   "With --nodes: what nodes keep for each other: none, nopfs, clairfs or all "
                   "(default)")

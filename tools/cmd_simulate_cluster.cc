@@ -198,6 +198,9 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   auto work = ParseDecimal(a.work_ms, "--work-ms");
   if (!work.ok()) return Fail(kCommand, work.status());
   model.work = *work / 1000.0;
+  auto copy = ParseDecimal(a.copy_ms, "--copy-ms");
+  if (!copy.ok()) return Fail(kCommand, copy.status());
+  model.copy_time = *copy / 1000.0;
 
   auto spec = ParsePlanSpec(a.plan);
   if (!spec.ok()) return Fail(kCommand, spec.status());
@@ -247,7 +250,8 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
                   {"pfs_metadata_ops_per_s", rate_json(model.pfs_metadata_ops)},
                   {"net_bandwidth_bytes_per_s", rate_json(model.net_bandwidth)},
                   {"nvme_bandwidth_bytes_per_s", rate_json(model.nvme_bandwidth)},
-                  {"work_s", model.work}};
+                  {"work_s", model.work},
+                  {"copy_s", model.copy_time}};
   std::vector<ClusterRunResult> runs;
   for (ClusterPlacement placement : placements) {
     // The meter counts the readers' simulated reads and their bytes.
@@ -296,11 +300,14 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
       dataset->bytes
           ? 100.0 * static_cast<double>(model.node_capacity) * model.nodes / dataset->bytes
           : 0.0);
-  printf("PFS %s, %s opens, %g ms per open; links %s; NVMe %s; work %g ms per sample\n",
-         RateText(model.pfs_bandwidth, 1e6, "MB/s").c_str(),
-         RateText(model.pfs_metadata_ops, 1, "/s").c_str(), model.pfs_open_latency * 1000,
-         RateText(model.net_bandwidth, 1e6, "MB/s").c_str(),
-         RateText(model.nvme_bandwidth, 1e6, "MB/s").c_str(), model.work * 1000);
+  printf(
+      "PFS %s, %s opens, %g ms per open; links %s; NVMe %s; work %g ms per sample; %g ms per "
+      "copy staged\n",
+      RateText(model.pfs_bandwidth, 1e6, "MB/s").c_str(),
+      RateText(model.pfs_metadata_ops, 1, "/s").c_str(), model.pfs_open_latency * 1000,
+      RateText(model.net_bandwidth, 1e6, "MB/s").c_str(),
+      RateText(model.nvme_bandwidth, 1e6, "MB/s").c_str(), model.work * 1000,
+      model.copy_time * 1000);
   printf("%-8s %5s %11s %7s %7s %7s %11s %8s %11s %10s %10s\n", "placement", "epoch", "reads",
          "local", "peer", "pfs", "PFS bytes", "of data", "peer bytes", "time s", "stall s");
   for (const ClusterRunResult& run : runs) {

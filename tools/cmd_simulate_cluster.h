@@ -38,6 +38,7 @@ struct ClusterSimulateArgs {
   std::string net_bandwidth = "12500";
   std::string nvme_bandwidth = "3000";
   std::string work_ms = "0";
+  std::string copy_ms = "0";
   std::string placement = "all";
 };
 

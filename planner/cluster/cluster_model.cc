@@ -34,19 +34,20 @@ Status CheckClusterModel(const ClusterModel& model) {
     double value;
     bool may_be_zero;
   };
-  for (const Figure& f : {Figure{"--pfs-bandwidth", model.pfs_bandwidth, false},
-                          Figure{"--pfs-open-latency", model.pfs_open_latency, true},
-                          Figure{"--pfs-metadata-ops", model.pfs_metadata_ops, false},
-                          Figure{"--net-bandwidth", model.net_bandwidth, false},
-                          Figure{"--nvme-bandwidth", model.nvme_bandwidth, false},
-                          Figure{"--work-ms", model.work, true}}) {
+  for (const Figure& f :
+       {Figure{"--pfs-bandwidth", model.pfs_bandwidth, false},
+        Figure{"--pfs-open-latency", model.pfs_open_latency, true},
+        Figure{"--pfs-metadata-ops", model.pfs_metadata_ops, false},
+        Figure{"--net-bandwidth", model.net_bandwidth, false},
+        Figure{"--nvme-bandwidth", model.nvme_bandwidth, false},
+        Figure{"--work-ms", model.work, true}, Figure{"--copy-ms", model.copy_time, true}}) {
     if (std::isnan(f.value) || f.value < 0 || (!f.may_be_zero && f.value == 0)) {
       return Status::Invalid(std::string(f.flag) +
                              (f.may_be_zero ? " must not be negative" : " must be more than 0"));
     }
   }
-  if (std::isinf(model.pfs_open_latency) || std::isinf(model.work)) {
-    return Status::Invalid("--pfs-open-latency and --work-ms must be finite");
+  if (std::isinf(model.pfs_open_latency) || std::isinf(model.work) || std::isinf(model.copy_time)) {
+    return Status::Invalid("--pfs-open-latency, --work-ms and --copy-ms must be finite");
   }
   return Status::Ok();
 }

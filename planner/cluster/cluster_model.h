@@ -38,6 +38,7 @@ struct ClusterModel {
   double net_bandwidth = kUnlimited;     // bytes/s into each node
   double nvme_bandwidth = kUnlimited;    // bytes/s of local reads per node
   double work = 0;                       // seconds of compute per sample
+  double copy_time = 0;  // seconds a node's stager spends per copy it publishes, one at a time
 };
 
 // Checks what the simulator cannot run: no nodes or ranks, no capacity, negative or NaN

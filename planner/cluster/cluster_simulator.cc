@@ -34,6 +34,7 @@ struct NodeState {
   double pfs_credit = 0;
   double ops_credit = 0;
   double net_credit = 0;
+  double copy_credit = 0;       // copies the stager can still publish
   bool credit_limited = false;  // the stager last stopped for want of credit
   // This step's reads by source (bytes), for its data time.
   uint64_t step_local = 0;
@@ -64,9 +65,13 @@ class Simulation {
       nodes_.back().pfs_credit = Spare(model.pfs_bandwidth, 0, 0);
       nodes_.back().ops_credit = Spare(model.pfs_metadata_ops, 0, 0);
       nodes_.back().net_credit = Spare(model.net_bandwidth, 0, 0);
+      nodes_.back().copy_credit = Spare(CopyRate(), 0, 0);
     }
     result_.placement = placement;
   }
+
+  // Copies per second a node's stager publishes (unlimited without a per-copy time).
+  double CopyRate() const { return model_.copy_time > 0 ? 1.0 / model_.copy_time : kUnlimited; }
 
   Status Run(Plan* plan, uint64_t first_epoch, uint64_t epochs, const ClusterProgress& progress);
   ClusterRunResult Take();
@@ -153,7 +158,8 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     const uint32_t home_to_stage = peer == kNoNode ? HomeToStage(node, file) : kNoNode;
     const bool from_pfs = peer == kNoNode;  // directly, or through the home that stages it
     const auto bytes = static_cast<double>(size);
-    if (s.net_credit < bytes || (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1))) {
+    if (s.net_credit < bytes || s.copy_credit < 1 ||
+        (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1))) {
       s.credit_limited = true;
       break;
     }
@@ -167,6 +173,7 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
       }
     }
     s.net_credit -= bytes;
+    s.copy_credit -= 1;
     if (from_pfs) {
       s.pfs_credit -= bytes;
       s.ops_credit -= 1;
@@ -235,7 +242,10 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
   const double pfs_share = Spare(model_.pfs_bandwidth, step, pfs_bytes) / model_.nodes;
   const double ops_share = Spare(model_.pfs_metadata_ops, step, pfs_opens) / model_.nodes;
   for (NodeState& s : nodes_) {
-    if (!s.credit_limited) s.pfs_credit = s.ops_credit = s.net_credit = 0;  // not spendable
+    if (!s.credit_limited) {
+      s.pfs_credit = s.ops_credit = s.net_credit = s.copy_credit = 0;  // not spendable
+    }
+    s.copy_credit += Spare(CopyRate(), step, 0);
     s.pfs_credit += pfs_share;
     s.ops_credit += ops_share;
     s.net_credit +=

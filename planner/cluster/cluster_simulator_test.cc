@@ -97,6 +97,28 @@ TEST(ClusterSimulatorTest, TwoNodesTenFilesByHand) {
   EXPECT_EQ(run.max_node_bytes, 5 * kMiB);
 }
 
+// A stager that spends 1 s per copy publishes one copy per step of 1 s: step 0 of epoch 0 misses
+// (no credit yet), each later step stages the file about to be read; epoch 1 stages the one file
+// that was missed and hits everything.
+TEST(ClusterSimulatorTest, ACopyTimeLimitsTheStager) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.copy_time = 1;
+  ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_EQ(run.epochs[0].local_hits, 8u);
+  EXPECT_EQ(run.epochs[0].pfs_reads, 2u);
+  EXPECT_EQ(run.epochs[0].staged_files, 8u);
+  EXPECT_EQ(run.epochs[1].local_hits, 10u);
+  EXPECT_EQ(run.epochs[1].staged_files, 2u);
+  EXPECT_EQ(run.Total().pfs_bytes, 12 * kMiB);
+}
+
 // Two nodes swap their halves between epochs: node 0 reads a, b then c, d; node 1 c, d then a, b.
 // Caches of 3 MiB (hold budget 2.625 MiB: two files), unlimited bandwidth, depth one file.
 //   none: node 0 stages a, b, c in step 0 (c for epoch 1), d in epoch 1 after evicting a: 4 MiB
