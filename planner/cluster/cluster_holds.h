@@ -2,8 +2,9 @@
 // (docs/SIMULATOR.md, "Placements"):
 //   none     nothing;
 //   nopfs    NoPFS: the files the node reads most often over the job's epochs, ties broken by
-//            the node's earlier first access, while they fit the hold budget (a counting pass
-//            over every epoch first; no de-duplication across nodes);
+//            the node's earlier first access (NoPFS's own std::sort leaves ties unspecified;
+//            docs/SIMULATOR.md), while they fit the hold budget (a counting pass over every
+//            epoch first; no de-duplication across nodes);
 //   clairfs  the peer tier's: Placement::ByFirstReader over the first epoch (ByHash for a world
 //            of one rank), each node's home files in first-read order,
 //            HoldWithin the hold budget (planner/placement, as the live agent and daemon do).
