@@ -302,7 +302,7 @@ void RegisterSimulate(CLI::App& app) {
       "  clairfs simulate --backing /lustre/imagenet --plan torch-distributed:seed=42,world=8 \\\n"
       "      --capacity 800G --heat /lustre/darshan-logs/2026/11 --stage-hot\n"
       "  clairfs simulate --nodes 1024 --files 14200000 --sizes imagenet22k \\\n"
-      "      --plan torch-distributed:seed=42,world=8192 --node-capacity 120% \\\n"
+      "      --plan torch-distributed:seed=42,world=8192 --node-capacity 1.5G \\\n"
       "      --pfs-bandwidth 100000 --epochs 4");
   cmd->add_option("--backing", a->backing, "Backing root of the dataset")->type_name("DIR");
   cmd->add_option("--files", a->files, "Synthetic imagefolder dataset of N files")
