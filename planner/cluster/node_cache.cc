@@ -14,7 +14,7 @@ NodeCache::NodeCache(uint64_t capacity, std::vector<uint32_t> holds)
 
 size_t NodeCache::HeldCopies() const {
   size_t count = 0;
-  for (uint32_t file : holds_) count += copies_.count(file);
+  for (uint32_t file : holds_) count += copies_.Contains(file);
   return count;
 }
 
@@ -33,7 +33,7 @@ bool NodeCache::MakeRoom(uint64_t bytes, std::optional<uint64_t> protect_until,
     if (protect_until && victim->first.first <= *protect_until) break;
     const uint32_t file = victim->second;
     used_ -= sizes[file];
-    copies_.erase(file);
+    copies_.Erase(file);
     evictable_.erase(victim);
   }
   return used_ + bytes <= capacity_;
@@ -41,17 +41,17 @@ bool NodeCache::MakeRoom(uint64_t bytes, std::optional<uint64_t> protect_until,
 
 void NodeCache::Insert(uint32_t file, Key key, const std::vector<uint64_t>& sizes) {
   const bool held = Holds(file);
-  copies_.emplace(file, Copy{key, held});
+  copies_.Insert(file, Copy{key, held});
   if (!held) evictable_.insert({key, file});
   used_ += sizes[file];
   peak_ = std::max(peak_, used_);
 }
 
 void NodeCache::Rekey(uint32_t file, Key key) {
-  auto it = copies_.find(file);
-  if (it == copies_.end() || it->second.held || it->second.key == key) return;
-  evictable_.erase({it->second.key, file});
-  it->second.key = key;
+  Copy* copy = copies_.Find(file);
+  if (copy == nullptr || copy->held || copy->key == key) return;
+  evictable_.erase({copy->key, file});
+  copy->key = key;
   evictable_.insert({key, file});
 }
 

@@ -6,16 +6,17 @@
 // Keys are (next use, tiebreak) in node time (epoch_reads.h): a copy with a next use has
 // (use, file); one without has (kNeverRead, ~last use), so the largest key is the victim.
 // Invariant: used() <= capacity() at every moment (Insert refuses what does not fit).
-// Memory: about 100 bytes per copy (a hash entry, and an ordered-set entry for transient ones),
+// Memory: about 100 bytes per copy (a hash slot, and an ordered-set entry for transient ones),
 // plus 4 bytes per file the node holds for the job. Thread-safety: none; one owner.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <set>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "planner/cluster/file_table.h"
 
 namespace clairfs {
 
@@ -33,7 +34,7 @@ class NodeCache {
   size_t holds() const { return holds_.size(); }
   // Held files whose copy is here.
   size_t HeldCopies() const;
-  bool Has(uint32_t file) const { return copies_.count(file) != 0; }
+  bool Has(uint32_t file) const { return copies_.Contains(file); }
   // True if the node keeps `file` for the job (whether or not its copy is here yet).
   bool Holds(uint32_t file) const;
 
@@ -61,7 +62,7 @@ class NodeCache {
   uint64_t used_ = 0;
   uint64_t peak_ = 0;
   std::vector<uint32_t> holds_;  // sorted
-  std::unordered_map<uint32_t, Copy> copies_;
+  FileTable<Copy> copies_;
   std::set<std::pair<Key, uint32_t>> evictable_;  // transient copies by key
 };
 
