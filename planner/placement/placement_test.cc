@@ -38,8 +38,8 @@ TEST(PlacementTest, AFilesHomeIsTheNodeThatReadsItFirst) {
 }
 
 TEST(PlacementTest, HomeFilesOfEveryNodeAreEachNodesHomeFiles) {
-  auto epoch = EpochOrder::Explicit(0, {Indices({3, 1, 0, 7}), Indices({2, 3, 4, 6}),
-                                        Indices({9, 8, 2, 1})});
+  auto epoch = EpochOrder::Explicit(
+      0, {Indices({3, 1, 0, 7}), Indices({2, 3, 4, 6}), Indices({9, 8, 2, 1})});
   auto placement = Placement::ByFirstReader(*epoch, {0, 1, 1}, 2, 12);
   ASSERT_TRUE(placement.ok()) << placement.status().message();
   auto all = placement->HomeFilesOfEveryNode();
