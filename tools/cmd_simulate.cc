@@ -393,6 +393,11 @@ void RegisterSimulate(CLI::App& app) {
                   "With --nodes: what nodes keep for each other: none, nopfs, clairfs or all "
                   "(default)")
       ->type_name("PLACEMENT");
+  cmd->add_option(
+         "--compare", cluster->compare,
+         "With --nodes: the JSON of `clairfs bench peers --json` for the same job, printed "
+         "beside the model epoch by epoch (baseline beside none, peers beside clairfs)")
+      ->type_name("BENCH.json");
   cmd->callback([a, cluster, nodes, policy] {
     if (nodes->count() == 0) {
       SetExitCode(RunSimulate(*a));

@@ -6,7 +6,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@
 #include "planner/synthetic_dataset.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/progress_meter.h"
+#include "tools/simulate_compare.h"
 
 namespace clairfs::cli {
 namespace {
@@ -138,6 +141,20 @@ void PrintRow(const char* placement, const std::string& epoch, const ClusterEpoc
          share(e.peer_reads), share(e.pfs_reads), FormatBytes(e.pfs_bytes).c_str(),
          dataset_bytes ? 100.0 * static_cast<double>(e.pfs_bytes) / dataset_bytes : 0.0,
          FormatBytes(e.peer_bytes).c_str(), e.time, e.stall);
+}
+
+// The bench's JSON from `path` (at most 64 MiB).
+Result<nlohmann::json> ReadBenchJson(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Invalid("--compare " + path + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().size() > (size_t{64} << 20)) {
+    return Status::Invalid("--compare " + path + ": larger than 64 MiB");
+  }
+  nlohmann::json bench = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (bench.is_discarded()) return Status::Invalid("--compare " + path + ": not JSON");
+  return bench;
 }
 
 std::string RateText(double bytes_per_second, double unit, const char* what) {
@@ -287,6 +304,26 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         {"max_node_bytes", run.max_node_bytes}};
   }
   out["placements"] = results;
+  constexpr double kTolerance = 0.10;  // issue 20's calibration criterion
+  std::vector<CompareRow> compare;
+  if (!a.compare.empty()) {
+    auto bench = ReadBenchJson(a.compare);
+    if (!bench.ok()) return Fail(kCommand, bench.status());
+    auto rows = CompareWithBench(*bench, runs, model.nodes, dataset->sizes.size(), dataset->bytes,
+                                 kTolerance);
+    if (!rows.ok()) return Fail(kCommand, rows.status());
+    compare = std::move(*rows);
+    nlohmann::json list = nlohmann::json::array();
+    for (const CompareRow& r : compare) {
+      list.push_back({{"placement", r.placement},
+                      {"bench_epoch", r.epoch},
+                      {"what", r.what},
+                      {"measured", r.measured},
+                      {"model", r.model},
+                      {"within_10_percent", r.within}});
+    }
+    out["compare"] = list;
+  }
   if (a.json) {
     printf("%s\n", out.dump(2).c_str());
     return kExitOk;
@@ -319,6 +356,22 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   printf(
       "a model, not a measurement (docs/SIMULATOR.md): local/peer/pfs are shares of reads; PFS "
       "and peer bytes include staging\n");
+  if (!compare.empty()) {
+    size_t within = 0;
+    printf(
+        "\nbeside %s (bench epoch k = simulated epoch k-1; PFS bytes as shares of each "
+        "side's dataset)\n",
+        a.compare.c_str());
+    printf("%-8s %5s %-10s %10s %10s %8s\n", "placement", "epoch", "figure", "measured", "model",
+           "within");
+    for (const CompareRow& r : compare) {
+      within += r.within;
+      printf("%-8s %5llu %-10s %10.3f %10.3f %8s\n", r.placement.c_str(),
+             static_cast<unsigned long long>(r.epoch), r.what.c_str(), r.measured, r.model,
+             r.within ? "10%" : "no");
+    }
+    printf("%zu of %zu figures within 10%%\n", within, compare.size());
+  }
   return kExitOk;
 }
 

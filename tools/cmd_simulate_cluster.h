@@ -40,6 +40,7 @@ struct ClusterSimulateArgs {
   std::string work_ms = "0";
   std::string copy_ms = "0";
   std::string placement = "all";
+  std::string compare;  // a `clairfs bench peers --json` output to print beside the model
 };
 
 int RunSimulateCluster(const ClusterSimulateArgs& args);

@@ -78,6 +78,9 @@ TEST(SimulateClusterCli, BadInputIsOneClearLine) {
        "--pfs-bandwidth 'fast'"},
       {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--placement", "hvac"},
        "--placement 'hvac'"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--compare",
+        "/nonexistent/bench.json"},
+       "--compare /nonexistent/bench.json: cannot be read"},
   };
   for (const Case& c : cases) {
     CommandResult r = Simulate(With(c.args));
