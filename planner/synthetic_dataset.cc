@@ -61,10 +61,14 @@ Result<SyntheticSizes> ParseSyntheticSizes(std::string_view text) {
   SyntheticSizes sizes;
   auto bad = [&](const std::string& why) {
     return Status::Invalid("invalid --sizes '" + std::string(text) + "': " + why +
-                           " (expected imagenet, fixed:SIZE or shards:COUNTxSIZE)");
+                           " (expected imagenet, imagenet22k, fixed:SIZE or shards:COUNTxSIZE)");
   };
   if (text == "imagenet") {
     sizes.kind = SyntheticSizes::Kind::kImageNet;
+    return sizes;
+  }
+  if (text == "imagenet22k") {
+    sizes.kind = SyntheticSizes::Kind::kImageNet22k;
     return sizes;
   }
   if (text.rfind("fixed:", 0) == 0) {
@@ -95,6 +99,8 @@ std::string FormatSyntheticSizes(const SyntheticSizes& sizes) {
   switch (sizes.kind) {
     case SyntheticSizes::Kind::kImageNet:
       return "imagenet";
+    case SyntheticSizes::Kind::kImageNet22k:
+      return "imagenet22k";
     case SyntheticSizes::Kind::kFixed:
       return "fixed:" + std::to_string(sizes.fixed_bytes);
     case SyntheticSizes::Kind::kShards:
@@ -123,15 +129,43 @@ const char* SyntheticLayoutName(SyntheticLayout layout) {
   return "?";
 }
 
-uint64_t ImageNetLikeSize(uint64_t seed, uint64_t index) {
+namespace {
+
+// Lognormal sizes around `median_bytes` (sigma kImageNetSigma, +-6 sigma, floor
+// kImageNetMinBytes): the imagenet models differ only in their median.
+uint64_t LogNormalSize(uint64_t seed, uint64_t index, uint64_t median_bytes) {
   uint64_t key = Mix(seed ^ 0x73697A6573ULL);  // "sizes": keeps this stream apart from others
   double z = -kIrwinHallTerms / 2.0;
   for (int j = 0; j < kIrwinHallTerms; ++j) {
     z += UnitDouble(Mix(key + (index * kIrwinHallTerms + j + 1) * kGolden));
   }
-  double bytes = static_cast<double>(kImageNetMedianBytes) * PortableExp(kImageNetSigma * z);
+  double bytes = static_cast<double>(median_bytes) * PortableExp(kImageNetSigma * z);
   uint64_t size = static_cast<uint64_t>(std::floor(bytes + 0.5));
   return std::max(size, kImageNetMinBytes);
+}
+
+}  // namespace
+
+uint64_t ImageNetLikeSize(uint64_t seed, uint64_t index) {
+  return LogNormalSize(seed, index, kImageNetMedianBytes);
+}
+
+uint64_t ImageNet22kLikeSize(uint64_t seed, uint64_t index) {
+  return LogNormalSize(seed, index, kImageNet22kMedianBytes);
+}
+
+uint64_t SyntheticSizeOf(const SyntheticSizes& sizes, uint64_t seed, uint64_t index) {
+  switch (sizes.kind) {
+    case SyntheticSizes::Kind::kImageNet:
+      return ImageNetLikeSize(seed, index);
+    case SyntheticSizes::Kind::kImageNet22k:
+      return ImageNet22kLikeSize(seed, index);
+    case SyntheticSizes::Kind::kFixed:
+      return sizes.fixed_bytes;
+    case SyntheticSizes::Kind::kShards:
+      return sizes.shard_bytes;
+  }
+  return 0;
 }
 
 Result<std::vector<SyntheticFile>> PlanSyntheticDataset(const SyntheticSpec& spec) {
@@ -170,17 +204,7 @@ Result<std::vector<SyntheticFile>> PlanSyntheticDataset(const SyntheticSpec& spe
         file.relpath = "shard_" + PaddedNumber(i, 4, count) + ".tar";
         break;
     }
-    switch (spec.sizes.kind) {
-      case SyntheticSizes::Kind::kImageNet:
-        file.size = ImageNetLikeSize(spec.seed, i);
-        break;
-      case SyntheticSizes::Kind::kFixed:
-        file.size = spec.sizes.fixed_bytes;
-        break;
-      case SyntheticSizes::Kind::kShards:
-        file.size = spec.sizes.shard_bytes;
-        break;
-    }
+    file.size = SyntheticSizeOf(spec.sizes, spec.seed, i);
     files.push_back(std::move(file));
   }
   return files;

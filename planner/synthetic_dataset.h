@@ -14,7 +14,10 @@
 //
 // Size models:
 //   imagenet          lognormal, median 110 KiB, sigma 0.7, tail capped at +6 sigma (~7.3 MiB),
-//                     floor 2 KiB: like ImageNet-1k JPEGs (median ~110 KB, a few MB at most)
+//                     floor 2 KiB: like ImageNet-1k JPEGs (median ~110 KB, a few MB at most;
+//                     mean ~144 KB, so 14.2 M files would make ~2 TB)
+//   imagenet22k       the same shape around a median of 72,000 bytes: mean ~92 KB, so the 14.2 M
+//                     files of ImageNet-22k (fall 2011) make ~1.3 TB as the real set does
 //   fixed:SIZE        every file SIZE bytes (ParseSize units: 110K, 4M, 1048576)
 //   shards:COUNTxSIZE COUNT files of SIZE bytes each (e.g. 4x256M), named shard_SSSS.tar
 //
@@ -33,7 +36,7 @@ namespace clairfs {
 enum class SyntheticLayout { kImageFolder, kFlat, kShards };
 
 struct SyntheticSizes {
-  enum class Kind { kImageNet, kFixed, kShards };
+  enum class Kind { kImageNet, kImageNet22k, kFixed, kShards };
   Kind kind = Kind::kImageNet;
   uint64_t fixed_bytes = 0;  // kFixed
   uint64_t shard_count = 0;  // kShards
@@ -54,10 +57,11 @@ struct SyntheticFile {
 };
 
 inline constexpr uint64_t kImageNetMedianBytes = 110 * 1024;
+inline constexpr uint64_t kImageNet22kMedianBytes = 72'000;
 inline constexpr uint64_t kImageNetMinBytes = 2 * 1024;
 inline constexpr uint64_t kMaxSyntheticFiles = 100'000'000;
 
-// "imagenet", "fixed:110K", "shards:4x256M".
+// "imagenet", "imagenet22k", "fixed:110K", "shards:4x256M".
 Result<SyntheticSizes> ParseSyntheticSizes(std::string_view text);
 // The canonical text of a size model (ParseSyntheticSizes(Format(x)) == x).
 std::string FormatSyntheticSizes(const SyntheticSizes& sizes);
@@ -71,6 +75,10 @@ Result<std::vector<SyntheticFile>> PlanSyntheticDataset(const SyntheticSpec& spe
 
 // The imagenet-model size of file `index` of a dataset with `seed` (exposed for tests).
 uint64_t ImageNetLikeSize(uint64_t seed, uint64_t index);
+uint64_t ImageNet22kLikeSize(uint64_t seed, uint64_t index);
+// The size of file `index` under `sizes` without naming the file (the cluster simulator sizes
+// 14 M files this way): what PlanSyntheticDataset gives file `index`.
+uint64_t SyntheticSizeOf(const SyntheticSizes& sizes, uint64_t seed, uint64_t index);
 
 // The median of the sizes (the lower middle for an even count); 0 for an empty list.
 uint64_t MedianSize(const std::vector<SyntheticFile>& files);

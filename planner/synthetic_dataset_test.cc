@@ -110,12 +110,43 @@ TEST(SyntheticDataset, FlatAndShards) {
 }
 
 TEST(SyntheticDataset, SizesParseAndFormatRoundTrip) {
-  for (const char* text : {"imagenet", "fixed:110K", "shards:4x256M", "shards:1X1"}) {
+  for (const char* text :
+       {"imagenet", "imagenet22k", "fixed:110K", "shards:4x256M", "shards:1X1"}) {
     auto sizes = ParseSyntheticSizes(text);
     ASSERT_TRUE(sizes.ok()) << text << ": " << sizes.status().message();
     auto again = ParseSyntheticSizes(FormatSyntheticSizes(*sizes));
     ASSERT_TRUE(again.ok()) << text;
     EXPECT_EQ(FormatSyntheticSizes(*again), FormatSyntheticSizes(*sizes));
+  }
+}
+
+// ImageNet-22k: 14.2 M files, ~1.3 TB, so a mean near 92 KB (the imagenet model's is ~144 KB).
+TEST(SyntheticDataset, ImageNet22kSizesHaveAMeanNear92KB) {
+  auto sizes = ParseSyntheticSizes("imagenet22k");
+  ASSERT_TRUE(sizes.ok());
+  constexpr uint64_t kSample = 200'000;
+  double total = 0;
+  for (uint64_t i = 0; i < kSample; ++i) total += SyntheticSizeOf(*sizes, 7, i);
+  const double mean = total / kSample;
+  EXPECT_GT(mean, 92'000 * 0.98);
+  EXPECT_LT(mean, 92'000 * 1.02);
+  EXPECT_EQ(SyntheticSizeOf(*sizes, 7, 12), ImageNet22kLikeSize(7, 12));
+}
+
+// SyntheticSizeOf gives each file the size PlanSyntheticDataset lists for it.
+TEST(SyntheticDataset, SizeOfMatchesTheListedSizes) {
+  SyntheticSpec spec;
+  spec.files = 500;
+  spec.seed = 3;
+  for (const char* model : {"imagenet", "imagenet22k", "fixed:3K"}) {
+    auto sizes = ParseSyntheticSizes(model);
+    ASSERT_TRUE(sizes.ok());
+    spec.sizes = *sizes;
+    auto files = PlanSyntheticDataset(spec);
+    ASSERT_TRUE(files.ok());
+    for (uint64_t i = 0; i < files->size(); ++i) {
+      ASSERT_EQ(SyntheticSizeOf(*sizes, 3, i), (*files)[i].size) << model << " file " << i;
+    }
   }
 }
 

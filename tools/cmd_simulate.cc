@@ -27,6 +27,7 @@
 #include "planner/plan_spec.h"
 #include "planner/synthetic_dataset.h"
 #include "tools/cli/cli.h"
+#include "tools/cmd_simulate_cluster.h"
 #include "tools/commands.h"
 
 namespace clairfs::cli {
@@ -116,6 +117,9 @@ int RunSimulate(const SimulateArgs& a) {
   }
   auto spec = ParsePlanSpec(a.plan);
   if (!spec.ok()) return Fail(command, spec.status());
+  if (a.capacity.empty()) {
+    return UsageError(command, "--capacity SIZE is required (or --nodes N --node-capacity SIZE)");
+  }
   auto capacity = ParseSize(a.capacity);
   if (!capacity.ok()) return Fail(command, capacity.status().WithContext("--capacity"));
   std::vector<SimPolicy> policies;
@@ -276,6 +280,7 @@ int RunSimulate(const SimulateArgs& a) {
 
 void RegisterSimulate(CLI::App& app) {
   auto a = std::make_shared<SimulateArgs>();
+  auto cluster = std::make_shared<ClusterSimulateArgs>();
   CLI::App* cmd = AddCommand(
       &app, "simulate",
       "Replay an access plan against a cache of a given capacity, without mounting: per-epoch "
@@ -283,17 +288,29 @@ void RegisterSimulate(CLI::App& app) {
       "next planned use), belady (demand-paging MIN, the reference) and, given Darshan logs of "
       "earlier runs (--heat), heat (the mount's policy without a plan: keep the hottest files "
       "per byte).\n\n"
+      "With --nodes N it simulates a whole job instead (docs/SIMULATOR.md): N nodes, each serving "
+      "--ranks-per-node ranks of the plan with a cache of --node-capacity, over one PFS whose "
+      "bandwidth and opens per second they share, and prints per epoch and placement (--placement: "
+      "none = each node alone, nopfs = NoPFS's, clairfs = the peer tier's) the bytes from the "
+      "PFS, from peers and from local copies, hit ratios and the readers' stall time. There, "
+      "--node-capacity replaces --capacity (it is per node), the eviction inside each node is the "
+      "mount's plan policy (--policy plan, the only one), and --placement is the choice across "
+      "nodes.\n\n"
       "Example:\n"
       "  clairfs simulate --files 100000 --sizes imagenet \\\n"
       "      --plan torch-distributed:seed=42,world=8 --capacity 5G --epochs 3\n"
       "  clairfs simulate --backing /lustre/imagenet --plan torch-distributed:seed=42,world=8 \\\n"
-      "      --capacity 800G --heat /lustre/darshan-logs/2026/11 --stage-hot");
+      "      --capacity 800G --heat /lustre/darshan-logs/2026/11 --stage-hot\n"
+      "  clairfs simulate --nodes 1024 --files 14200000 --sizes imagenet22k \\\n"
+      "      --plan torch-distributed:seed=42,world=8192 --node-capacity 1.5G \\\n"
+      "      --pfs-bandwidth 100000 --epochs 4");
   cmd->add_option("--backing", a->backing, "Backing root of the dataset")->type_name("DIR");
   cmd->add_option("--files", a->files, "Synthetic imagefolder dataset of N files")
       ->type_name("N")
       ->transform(Count(1, kMaxSyntheticFiles));
   cmd->add_option("--sizes", a->sizes,
-                  "Synthetic size model: imagenet, fixed:SIZE or shards:COUNTxSIZE")
+                  "Synthetic size model: imagenet (ImageNet-1k-like, mean ~144 KB), imagenet22k "
+                  "(mean ~92 KB), fixed:SIZE or shards:COUNTxSIZE")
       ->type_name("SPEC");
   cmd->add_option("--seed", a->seed, "Seed of the synthetic sizes (default 0)")
       ->type_name("S")
@@ -306,11 +323,15 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--plan", a->plan, "Plan spec (see clairfs plan show --help)")
       ->type_name("SPEC")
       ->required();
-  cmd->add_option("--capacity", a->capacity, "Cache capacity (e.g. 800G)")
-      ->type_name("SIZE")
-      ->required();
-  cmd->add_option("--policy", a->policy, "lru, plan, belady, heat or all (default)")
-      ->type_name("POLICY");
+  cmd->add_option("--capacity", a->capacity,
+                  "Cache capacity of the one node (e.g. 800G); required without --nodes, refused "
+                  "with it (use --node-capacity)")
+      ->type_name("SIZE");
+  CLI::Option* policy =
+      cmd->add_option("--policy", a->policy,
+                      "Eviction inside the node: lru, plan, belady, heat or all (default); with "
+                      "--nodes only plan, the mount's (the default there)")
+          ->type_name("POLICY");
   cmd->add_option("--epochs", a->epochs,
                   "Epochs to replay from start_epoch (default: the plan's, else 3)")
       ->type_name("E")
@@ -326,7 +347,77 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_flag("--stage-hot", a->stage_hot,
                 "With --heat: run `clairfs stage --hot --fit` before the first epoch");
   cmd->add_flag("--json", a->json, "Print one JSON object");
-  cmd->callback([a] { SetExitCode(RunSimulate(*a)); });
+  // The cluster model (docs/SIMULATOR.md).
+  CLI::Option* nodes =
+      cmd->add_option("--nodes", cluster->nodes,
+                      "Simulate a job of N nodes (the cluster model) instead of one node's cache")
+          ->type_name("N")
+          ->transform(Count(0, 1'000'000));
+  cmd->add_option(
+         "--ranks-per-node", cluster->ranks_per_node,
+         "With --nodes: ranks each node serves, rank r on node r / G; the plan's world must "
+         "be N x G (default: world / N)")
+      ->type_name("G")
+      ->transform(Count(1, 1'000'000));
+  cmd->add_option("--node-capacity", cluster->node_capacity,
+                  "With --nodes (required): cache capacity of each node, a size (800G) or a share "
+                  "of the dataset's bytes per node (30%)")
+      ->type_name("SIZE|P%");
+  cmd->add_option("--pfs-bandwidth", cluster->pfs_bandwidth,
+                  "With --nodes (required): PFS bandwidth shared by all nodes, MB/s (decimal; 0 or "
+                  "unlimited: no limit)")
+      ->type_name("MB/s");
+  cmd->add_option("--pfs-open-latency", cluster->pfs_open_latency,
+                  "With --nodes: ms a reader waits per open at the PFS (default 1)")
+      ->type_name("MS");
+  cmd->add_option("--pfs-metadata-ops", cluster->pfs_metadata_ops,
+                  "With --nodes: opens per second the PFS's metadata servers serve, all nodes "
+                  "together (default 100000; 0 or unlimited: no limit)")
+      ->type_name("N");
+  cmd->add_option("--net-bandwidth", cluster->net_bandwidth,
+                  "With --nodes: network bandwidth into each node, MB/s (default 12500, 100 Gb/s; "
+                  "0 or unlimited: no limit)")
+      ->type_name("MB/s");
+  cmd->add_option("--nvme-bandwidth", cluster->nvme_bandwidth,
+                  "With --nodes: local read bandwidth of each node's cache, MB/s (default 3000; 0 "
+                  "or unlimited: no limit)")
+      ->type_name("MB/s");
+  cmd->add_option("--work-ms", cluster->work_ms,
+                  "With --nodes: compute per sample, ms; reads overlap it (default 0)")
+      ->type_name("W");
+  cmd->add_option("--copy-ms", cluster->copy_ms,
+                  "With --nodes: ms a node's stager spends per copy it publishes (write, fsync, "
+                  "rename, index), one copy at a time (default 0: no per-copy cost)")
+      ->type_name("MS");
+  cmd->add_option("--placement", cluster->placement,
+                  "With --nodes: what nodes keep for each other: none, nopfs, clairfs or all "
+                  "(default)")
+      ->type_name("PLACEMENT");
+  cmd->add_option(
+         "--compare", cluster->compare,
+         "With --nodes: the JSON of `clairfs bench peers --json` for the same job, printed "
+         "beside the model epoch by epoch (baseline beside none, peers beside clairfs)")
+      ->type_name("BENCH.json");
+  cmd->callback([a, cluster, nodes, policy] {
+    if (nodes->count() == 0) {
+      SetExitCode(RunSimulate(*a));
+      return;
+    }
+    ClusterSimulateArgs c = *cluster;
+    c.backing = a->backing;
+    c.files = a->files;
+    c.sizes = a->sizes;
+    c.seed = a->seed;
+    c.layout = a->layout;
+    c.layout_root = a->layout_root;
+    c.plan = a->plan;
+    c.epochs = a->epochs;
+    c.capacity = a->capacity;
+    c.policy = policy->count() ? a->policy : "";
+    c.heat = !a->heat_inputs.empty() || a->stage_hot;
+    c.json = a->json;
+    SetExitCode(RunSimulateCluster(c));
+  });
 }
 
 }  // namespace clairfs::cli

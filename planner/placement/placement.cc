@@ -97,6 +97,18 @@ std::vector<uint64_t> Placement::HomeFiles(uint32_t node) const {
   return files;
 }
 
+std::vector<std::vector<uint64_t>> Placement::HomeFilesOfEveryNode() const {
+  std::vector<std::vector<uint64_t>> files(nodes_);
+  for (uint64_t f = 0; f < preferred_.size(); ++f) files[preferred_[f]].push_back(f);
+  if (!first_read_.empty()) {
+    for (auto& node_files : files) {
+      std::stable_sort(node_files.begin(), node_files.end(),
+                       [this](uint64_t a, uint64_t b) { return first_read_[a] < first_read_[b]; });
+    }
+  }
+  return files;
+}
+
 std::vector<uint64_t> HoldWithin(const std::vector<uint64_t>& files,
                                  const std::function<uint64_t(uint64_t file)>& size_of,
                                  uint64_t budget) {

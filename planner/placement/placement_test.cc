@@ -37,6 +37,26 @@ TEST(PlacementTest, AFilesHomeIsTheNodeThatReadsItFirst) {
   EXPECT_EQ(node1, expect1);
 }
 
+TEST(PlacementTest, HomeFilesOfEveryNodeAreEachNodesHomeFiles) {
+  auto epoch = EpochOrder::Explicit(
+      0, {Indices({3, 1, 0, 7}), Indices({2, 3, 4, 6}), Indices({9, 8, 2, 1})});
+  auto placement = Placement::ByFirstReader(*epoch, {0, 1, 1}, 2, 12);
+  ASSERT_TRUE(placement.ok()) << placement.status().message();
+  auto all = placement->HomeFilesOfEveryNode();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0], placement->HomeFiles(0));
+  EXPECT_EQ(all[1], placement->HomeFiles(1));
+  auto hashed = Placement::ByHash(3, 50);
+  ASSERT_TRUE(hashed.ok());
+  auto all_hashed = hashed->HomeFilesOfEveryNode();
+  for (uint32_t n = 0; n < 3; ++n) EXPECT_EQ(all_hashed[n], hashed->HomeFiles(n)) << n;
+}
+
+TEST(PlacementTest, HoldBudgetLeavesAnEighthToThePrefetcher) {
+  EXPECT_EQ(HoldBudget(800), 700u);
+  EXPECT_EQ(HoldBudget(0), UINT64_MAX);
+}
+
 TEST(PlacementTest, SeveralRanksOfANodeShareItsHomes) {
   // Ranks 0 and 1 on node 0, ranks 2 and 3 on node 1.
   auto epoch =

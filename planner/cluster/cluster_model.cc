@@ -1,0 +1,73 @@
+// ClusterModel checks, placement names and totals (see cluster_model.h).
+#include "planner/cluster/cluster_model.h"
+
+#include <cmath>
+
+namespace clairfs {
+
+const char* ClusterPlacementName(ClusterPlacement placement) {
+  switch (placement) {
+    case ClusterPlacement::kNone:
+      return "none";
+    case ClusterPlacement::kNoPfs:
+      return "nopfs";
+    case ClusterPlacement::kClairfs:
+      return "clairfs";
+  }
+  return "?";
+}
+
+Result<ClusterPlacement> ParseClusterPlacement(std::string_view text) {
+  if (text == "none") return ClusterPlacement::kNone;
+  if (text == "nopfs") return ClusterPlacement::kNoPfs;
+  if (text == "clairfs") return ClusterPlacement::kClairfs;
+  return Status::Invalid("--placement '" + std::string(text) +
+                         "': expected none, nopfs, clairfs or all");
+}
+
+Status CheckClusterModel(const ClusterModel& model) {
+  if (model.nodes == 0) return Status::Invalid("--nodes must be at least 1");
+  if (model.ranks_per_node == 0) return Status::Invalid("--ranks-per-node must be at least 1");
+  if (model.node_capacity == 0) return Status::Invalid("--node-capacity must be more than 0");
+  struct Figure {
+    const char* flag;
+    double value;
+    bool may_be_zero;
+  };
+  for (const Figure& f :
+       {Figure{"--pfs-bandwidth", model.pfs_bandwidth, false},
+        Figure{"--pfs-open-latency", model.pfs_open_latency, true},
+        Figure{"--pfs-metadata-ops", model.pfs_metadata_ops, false},
+        Figure{"--net-bandwidth", model.net_bandwidth, false},
+        Figure{"--nvme-bandwidth", model.nvme_bandwidth, false},
+        Figure{"--work-ms", model.work, true}, Figure{"--copy-ms", model.copy_time, true}}) {
+    if (std::isnan(f.value) || f.value < 0 || (!f.may_be_zero && f.value == 0)) {
+      return Status::Invalid(std::string(f.flag) +
+                             (f.may_be_zero ? " must not be negative" : " must be more than 0"));
+    }
+  }
+  if (std::isinf(model.pfs_open_latency) || std::isinf(model.work) || std::isinf(model.copy_time)) {
+    return Status::Invalid("--pfs-open-latency, --work-ms and --copy-ms must be finite");
+  }
+  return Status::Ok();
+}
+
+ClusterEpochResult ClusterRunResult::Total() const {
+  ClusterEpochResult total;
+  for (const ClusterEpochResult& e : epochs) {
+    total.reads += e.reads;
+    total.local_hits += e.local_hits;
+    total.peer_reads += e.peer_reads;
+    total.pfs_reads += e.pfs_reads;
+    total.local_bytes += e.local_bytes;
+    total.pfs_bytes += e.pfs_bytes;
+    total.pfs_opens += e.pfs_opens;
+    total.peer_bytes += e.peer_bytes;
+    total.staged_files += e.staged_files;
+    total.time += e.time;
+    total.stall += e.stall;
+  }
+  return total;
+}
+
+}  // namespace clairfs

@@ -1,0 +1,80 @@
+// ClusterModel: the parameters of a simulated cluster (nodes, caches, the shared PFS, links,
+// per-sample work), the placements across nodes, and the per-epoch results the cluster simulator
+// reports (docs/SIMULATOR.md has the model these numbers mean).
+//
+// Bandwidths and rates are per second; an unlimited one is +infinity (kUnlimited). Thread-safety:
+// values.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/base/status.h"
+
+namespace clairfs {
+
+inline constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+
+// Which copies the nodes keep for the whole job, and where a miss may come from.
+enum class ClusterPlacement {
+  kNone,     // every node alone with its own plan; misses from the PFS
+  kNoPfs,    // NoPFS: each node holds its most frequently read files; misses from any holder
+  kClairfs,  // the peer tier: homes by first reader (planner/placement); misses from the home
+};
+const char* ClusterPlacementName(ClusterPlacement placement);
+// "none", "nopfs", "clairfs" (EINVAL otherwise).
+Result<ClusterPlacement> ParseClusterPlacement(std::string_view text);
+
+struct ClusterModel {
+  uint32_t nodes = 1;
+  uint32_t ranks_per_node = 1;           // rank r runs on node r / ranks_per_node
+  uint64_t node_capacity = 0;            // bytes of copies per node (> 0)
+  double pfs_bandwidth = kUnlimited;     // bytes/s over all nodes
+  double pfs_open_latency = 0;           // seconds per open a reader waits for
+  double pfs_metadata_ops = kUnlimited;  // opens/s over all nodes
+  double net_bandwidth = kUnlimited;     // bytes/s into each node
+  double nvme_bandwidth = kUnlimited;    // bytes/s of local reads per node
+  double work = 0;                       // seconds of compute per sample
+  double copy_time = 0;  // seconds a node's stager spends per copy it publishes, one at a time
+};
+
+// Checks what the simulator cannot run: no nodes or ranks, no capacity, negative or NaN
+// figures. The plan's world is checked against nodes x ranks_per_node where the plan is known.
+Status CheckClusterModel(const ClusterModel& model);
+
+// One epoch of one placement, summed over the nodes.
+struct ClusterEpochResult {
+  uint64_t epoch = 0;         // absolute
+  uint64_t reads = 0;         // opens by the readers
+  uint64_t local_hits = 0;    // reads served from a copy on the reader's node
+  uint64_t peer_reads = 0;    // reads served from another node's copy
+  uint64_t pfs_reads = 0;     // reads served from the PFS (misses)
+  uint64_t local_bytes = 0;   // bytes of local hits
+  uint64_t pfs_bytes = 0;     // bytes read from the PFS: misses and staging
+  uint64_t pfs_opens = 0;     // opens at the PFS: misses and staging
+  uint64_t peer_bytes = 0;    // bytes moved between nodes: peer reads and staging from peers
+  uint64_t staged_files = 0;  // copies staged ahead (from the PFS or a peer)
+  double time = 0;            // seconds: the sum of the epoch's steps
+  double stall = 0;           // seconds the readers waited beyond the per-sample work
+
+  double LocalHitRatio() const {
+    return reads ? static_cast<double>(local_hits) / static_cast<double>(reads) : 0.0;
+  }
+};
+
+struct ClusterRunResult {
+  ClusterPlacement placement = ClusterPlacement::kNone;
+  std::vector<ClusterEpochResult> epochs;
+  uint64_t held_files = 0;  // files the nodes chose to hold (over all nodes)
+  uint64_t held_bytes = 0;
+  uint64_t max_node_bytes = 0;        // the most bytes of copies any node had at any moment
+  uint64_t files_with_held_copy = 0;  // distinct files some node held a copy of at the end
+  uint64_t held_copies_at_end = 0;    // held files whose copy is on their node at the end
+
+  ClusterEpochResult Total() const;
+};
+
+}  // namespace clairfs

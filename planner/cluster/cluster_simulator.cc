@@ -1,0 +1,353 @@
+// The cluster simulator's step loop (see cluster_simulator.h and docs/SIMULATOR.md).
+#include "planner/cluster/cluster_simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "planner/cluster/cluster_holds.h"
+#include "planner/cluster/epoch_reads.h"
+#include "planner/cluster/node_cache.h"
+#include "planner/placement/placement.h"
+
+namespace clairfs {
+namespace {
+
+// The plan policy stages 1/8 of the capacity ahead (the mount's prefetcher and the single-node
+// simulator do the same).
+constexpr uint64_t kPrefetchDepthDivisor = 8;
+
+// `rate` x `seconds` less what was used, never negative; unlimited stays unlimited (and 0 s of an
+// unlimited rate is still unlimited: inf x 0 would be NaN).
+double Spare(double rate, double seconds, double used) {
+  if (std::isinf(rate)) return kUnlimited;
+  return std::max(0.0, rate * seconds - used);
+}
+
+struct NodeState {
+  NodeState(uint64_t capacity, std::vector<uint32_t> holds) : cache(capacity, std::move(holds)) {}
+  NodeCache cache;
+  uint64_t ahead = 0;  // the next node time the stager looks at
+  // Staging credit: what the PFS and the node's link can still carry for the stager.
+  double pfs_credit = 0;
+  double ops_credit = 0;
+  double net_credit = 0;
+  double copy_credit = 0;       // copies the stager can still publish
+  bool credit_limited = false;  // the stager last stopped for want of credit
+  // This step's reads by source (bytes), for its data time.
+  uint64_t step_local = 0;
+  uint64_t step_peer = 0;
+  uint64_t step_pfs = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const std::vector<uint64_t>& sizes, const ClusterModel& model,
+             ClusterPlacement placement, ClusterHolds holds)
+      : sizes_(sizes),
+        model_(model),
+        placement_(placement),
+        placement_homes_(std::move(holds.placement)),
+        holder_(sizes.size(), kNoNode),
+        live_(model.nodes, 1) {
+    uint64_t total = 0;
+    for (uint64_t s : sizes) total += s;
+    const uint64_t average = sizes.empty() ? 1 : std::max<uint64_t>(1, total / sizes.size());
+    depth_ = std::max<uint64_t>(1, model.node_capacity / kPrefetchDepthDivisor / average);
+    nodes_.reserve(model.nodes);
+    for (uint32_t n = 0; n < model.nodes; ++n) {
+      result_.held_files += holds.per_node[n].size();
+      for (uint32_t f : holds.per_node[n]) result_.held_bytes += sizes[f];
+      nodes_.emplace_back(model.node_capacity, std::move(holds.per_node[n]));
+      // No credit before the first step, but for what is unlimited.
+      nodes_.back().pfs_credit = Spare(model.pfs_bandwidth, 0, 0);
+      nodes_.back().ops_credit = Spare(model.pfs_metadata_ops, 0, 0);
+      nodes_.back().net_credit = Spare(model.net_bandwidth, 0, 0);
+      nodes_.back().copy_credit = Spare(CopyRate(), 0, 0);
+    }
+    result_.placement = placement;
+  }
+
+  // Copies per second a node's stager publishes (unlimited without a per-copy time).
+  double CopyRate() const { return model_.copy_time > 0 ? 1.0 / model_.copy_time : kUnlimited; }
+
+  Status Run(Plan* plan, uint64_t first_epoch, uint64_t epochs, const ClusterProgress& progress);
+  ClusterRunResult Take();
+
+ private:
+  uint64_t HorizonEnd() const { return next_ ? next_->end() : current_->end(); }
+  uint64_t FileAt(uint32_t node, uint64_t time) const {
+    if (time < current_->end()) return current_->NodeFileAt(node, time);
+    return next_ ? next_->NodeFileAt(node, time) : kNeverRead;
+  }
+  uint64_t NextUse(uint32_t node, uint32_t file, uint64_t from) const {
+    const uint64_t use = current_->NodeReadAtOrAfter(node, file, from);
+    if (use != kNeverRead || !next_) return use;
+    return next_->NodeReadAtOrAfter(node, file, from);
+  }
+  // The node a copy of `file` may come from instead of the PFS, or kNoNode.
+  uint32_t PeerSource(uint32_t node, uint32_t file) const;
+  // clairfs: the home of `file` if it is another node that holds the file but has no copy yet
+  // (asked for it, it stages the file from the PFS first, as the live agent's `stage` does).
+  uint32_t HomeToStage(uint32_t node, uint32_t file) const;
+  void MarkHeld(uint32_t node, uint32_t file);
+  void Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally);
+  void Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochResult* tally);
+  void EndStep(ClusterEpochResult* tally);
+  void LoadedAnotherEpoch();
+
+  const std::vector<uint64_t>& sizes_;
+  ClusterModel model_;
+  ClusterPlacement placement_;
+  std::optional<Placement> placement_homes_;
+  std::vector<uint32_t> holder_;  // file -> a node whose held copy is there, or kNoNode
+  LiveNodes live_;
+  uint64_t depth_ = 1;  // files the stager may evict for ahead of the reader
+  std::vector<NodeState> nodes_;
+  std::shared_ptr<const EpochReads> current_;
+  std::shared_ptr<const EpochReads> next_;
+  uint64_t step_pfs_bytes_ = 0;  // this step's reads from the PFS, all nodes
+  uint64_t step_pfs_opens_ = 0;
+  ClusterRunResult result_;
+};
+
+uint32_t Simulation::PeerSource(uint32_t node, uint32_t file) const {
+  switch (placement_) {
+    case ClusterPlacement::kNone:
+      return kNoNode;
+    case ClusterPlacement::kNoPfs:
+      return holder_[file] != node ? holder_[file] : kNoNode;
+    case ClusterPlacement::kClairfs: {
+      const uint32_t home = placement_homes_->Home(file, live_);
+      return home != node && home != kNoNode && holder_[file] == home ? home : kNoNode;
+    }
+  }
+  return kNoNode;
+}
+
+uint32_t Simulation::HomeToStage(uint32_t node, uint32_t file) const {
+  if (placement_ != ClusterPlacement::kClairfs) return kNoNode;
+  const uint32_t home = placement_homes_->Home(file, live_);
+  if (home == node || home == kNoNode || holder_[file] == home) return kNoNode;
+  const NodeCache& cache = nodes_[home].cache;
+  return cache.Holds(file) && !cache.Has(file) ? home : kNoNode;
+}
+
+void Simulation::MarkHeld(uint32_t node, uint32_t file) {
+  if (holder_[file] == kNoNode) holder_[file] = node;
+}
+
+// The node's stager before a read at `now`: the plan policy's prefetch (cache_simulator.h), in
+// plan order up to depth_ files ahead (further only into free space), paid from its credit.
+void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
+  NodeState& s = nodes_[node];
+  const uint64_t capacity = s.cache.capacity();
+  if (s.ahead < now) s.ahead = now;
+  s.credit_limited = false;
+  const uint64_t horizon = HorizonEnd();
+  for (; s.ahead < horizon; ++s.ahead) {
+    const uint64_t next = FileAt(node, s.ahead);
+    if (next == kNeverRead) continue;
+    const auto file = static_cast<uint32_t>(next);
+    const uint64_t size = sizes_[file];
+    if (s.ahead >= now + depth_ && s.cache.used() + size > capacity) break;
+    if (s.cache.Has(file) || size > capacity) continue;
+    uint32_t peer = PeerSource(node, file);
+    const uint32_t home_to_stage = peer == kNoNode ? HomeToStage(node, file) : kNoNode;
+    const bool from_pfs = peer == kNoNode;  // directly, or through the home that stages it
+    const auto bytes = static_cast<double>(size);
+    if (s.net_credit < bytes || s.copy_credit < 1 ||
+        (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1))) {
+      s.credit_limited = true;
+      break;
+    }
+    if (!s.cache.MakeRoom(size, s.ahead, sizes_)) break;
+    if (home_to_stage != kNoNode) {
+      NodeCache& home = nodes_[home_to_stage].cache;
+      if (home.MakeRoom(size, std::nullopt, sizes_)) {
+        home.Insert(file, NodeCache::Key{kNeverRead, ~s.ahead}, sizes_);
+        MarkHeld(home_to_stage, file);
+        peer = home_to_stage;
+      }
+    }
+    s.net_credit -= bytes;
+    s.copy_credit -= 1;
+    if (from_pfs) {
+      s.pfs_credit -= bytes;
+      s.ops_credit -= 1;
+      tally->pfs_bytes += size;
+      ++tally->pfs_opens;
+    }
+    if (peer != kNoNode) tally->peer_bytes += size;
+    ++tally->staged_files;
+    s.cache.Insert(file, NodeCache::Key{s.ahead, file}, sizes_);
+    if (s.cache.Holds(file)) MarkHeld(node, file);
+  }
+}
+
+void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochResult* tally) {
+  NodeState& s = nodes_[node];
+  const uint64_t size = sizes_[file];
+  ++tally->reads;
+  if (s.cache.Has(file)) {
+    ++tally->local_hits;
+    tally->local_bytes += size;
+    s.step_local += size;
+    s.cache.Rekey(file, NodeCache::KeyFor(file, NextUse(node, file, now + 1), now));
+    return;
+  }
+  // NoPFS reads a miss from a node that holds the file; clairfs's readers never wait for a peer
+  // (docs/PEERS.md): a miss is read from the PFS.
+  const uint32_t peer = placement_ == ClusterPlacement::kNoPfs ? PeerSource(node, file) : kNoNode;
+  if (peer != kNoNode) {
+    ++tally->peer_reads;
+    tally->peer_bytes += size;
+    s.step_peer += size;
+  } else {
+    ++tally->pfs_reads;
+    tally->pfs_bytes += size;
+    ++tally->pfs_opens;
+    s.step_pfs += size;
+    step_pfs_bytes_ += size;
+    ++step_pfs_opens_;
+  }
+  // A read does not cache what the plan policy did not stage, but a held file is kept as it is
+  // read (the live agent has its daemon stage a home file as soon as a peer wants it).
+  if (s.cache.Holds(file) && size <= s.cache.capacity() &&
+      s.cache.MakeRoom(size, std::nullopt, sizes_)) {
+    s.cache.Insert(file, NodeCache::Key{kNeverRead, ~now}, sizes_);
+    MarkHeld(node, file);
+  }
+}
+
+void Simulation::EndStep(ClusterEpochResult* tally) {
+  const auto pfs_bytes = static_cast<double>(step_pfs_bytes_);
+  const auto pfs_opens = static_cast<double>(step_pfs_opens_);
+  const double pfs_time = step_pfs_opens_ == 0 ? 0.0
+                                               : model_.pfs_open_latency +
+                                                     std::max(pfs_bytes / model_.pfs_bandwidth,
+                                                              pfs_opens / model_.pfs_metadata_ops);
+  double slowest = 0;
+  for (const NodeState& s : nodes_) {
+    double data = static_cast<double>(s.step_local) / model_.nvme_bandwidth;
+    data = std::max(data, static_cast<double>(s.step_peer + s.step_pfs) / model_.net_bandwidth);
+    if (s.step_pfs > 0) data = std::max(data, pfs_time);
+    slowest = std::max(slowest, data);
+  }
+  const double step = std::max(model_.work, slowest);
+  tally->time += step;
+  tally->stall += step - model_.work;
+  const double pfs_share = Spare(model_.pfs_bandwidth, step, pfs_bytes) / model_.nodes;
+  const double ops_share = Spare(model_.pfs_metadata_ops, step, pfs_opens) / model_.nodes;
+  for (NodeState& s : nodes_) {
+    if (!s.credit_limited) {
+      s.pfs_credit = s.ops_credit = s.net_credit = s.copy_credit = 0;  // not spendable
+    }
+    s.copy_credit += Spare(CopyRate(), step, 0);
+    s.pfs_credit += pfs_share;
+    s.ops_credit += ops_share;
+    s.net_credit +=
+        Spare(model_.net_bandwidth, step, static_cast<double>(s.step_peer + s.step_pfs));
+    s.step_local = s.step_peer = s.step_pfs = 0;
+  }
+  step_pfs_bytes_ = step_pfs_opens_ = 0;
+}
+
+// Copies with no next use in the old loaded epochs may have one in the epoch just loaded.
+void Simulation::LoadedAnotherEpoch() {
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    NodeCache& cache = nodes_[n].cache;
+    for (uint32_t file : cache.NeverUsedAgain()) {
+      const uint64_t use = NextUse(n, file, current_->base());
+      if (use != kNeverRead) cache.Rekey(file, NodeCache::Key{use, file});
+    }
+  }
+}
+
+Status Simulation::Run(Plan* plan, uint64_t first_epoch, uint64_t epochs,
+                       const ClusterProgress& progress) {
+  const uint32_t g = model_.ranks_per_node;
+  auto current = EpochReads::Build(plan, first_epoch, sizes_.size(), g, 0);
+  if (!current.ok()) return current.status();
+  current_ = *current;
+  if (epochs > 1) {
+    auto next = EpochReads::Build(plan, first_epoch + 1, sizes_.size(), g, current_->end());
+    if (!next.ok()) return next.status();
+    next_ = *next;
+  }
+  const uint64_t total_steps = current_->steps() * epochs;  // an estimate for the meter
+  uint64_t done = 0;
+  for (uint64_t i = 0; i < epochs; ++i) {
+    ClusterEpochResult tally;
+    tally.epoch = first_epoch + i;
+    for (uint64_t p = 0; p < current_->steps(); ++p) {
+      for (uint32_t n = 0; n < model_.nodes; ++n) {
+        for (uint32_t k = 0; k < g; ++k) {
+          const uint64_t file = current_->FileAt(n * g + k, p);
+          if (file == kNeverRead) continue;
+          const uint64_t now = current_->base() + p * g + k;
+          Stage(n, now, &tally);
+          Read(n, now, static_cast<uint32_t>(file), &tally);
+        }
+      }
+      EndStep(&tally);
+      if (progress) progress(++done, std::max(done, total_steps));
+    }
+    result_.epochs.push_back(tally);
+    if (i + 1 == epochs) break;
+    current_ = next_;
+    next_.reset();
+    if (i + 2 < epochs) {
+      auto next = EpochReads::Build(plan, first_epoch + i + 2, sizes_.size(), g, current_->end());
+      if (!next.ok()) return next.status();
+      next_ = *next;
+      LoadedAnotherEpoch();
+    }
+  }
+  return Status::Ok();
+}
+
+ClusterRunResult Simulation::Take() {
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    result_.max_node_bytes = std::max(result_.max_node_bytes, nodes_[n].cache.peak());
+    result_.held_copies_at_end += nodes_[n].cache.HeldCopies();
+  }
+  for (uint32_t h : holder_) result_.files_with_held_copy += h != kNoNode;
+  return std::move(result_);
+}
+
+}  // namespace
+
+Status CheckClusterPlan(const Plan& plan, const ClusterModel& model) {
+  if (plan.first_rank() != 0 || plan.last_rank() + 1 != plan.world()) {
+    return Status::Invalid("the plan names ranks " + std::to_string(plan.first_rank()) + "-" +
+                           std::to_string(plan.last_rank()) +
+                           ": a cluster runs every rank of the world (drop ranks=)");
+  }
+  const uint64_t ranks = uint64_t{model.nodes} * model.ranks_per_node;
+  if (plan.world() != ranks) {
+    return Status::Invalid("the plan's world is " + std::to_string(plan.world()) +
+                           ", not --nodes " + std::to_string(model.nodes) + " x --ranks-per-node " +
+                           std::to_string(model.ranks_per_node) + " = " + std::to_string(ranks));
+  }
+  return Status::Ok();
+}
+
+Result<ClusterRunResult> SimulateCluster(Plan* plan, uint64_t first_epoch, uint64_t epochs,
+                                         const std::vector<uint64_t>& sizes,
+                                         const ClusterModel& model, ClusterPlacement placement,
+                                         const ClusterProgress& progress) {
+  if (Status s = CheckClusterModel(model); !s.ok()) return s;
+  if (Status s = CheckClusterPlan(*plan, model); !s.ok()) return s;
+  if (epochs == 0) return Status::Invalid("no epochs to simulate");
+  if (sizes.size() >= UINT32_MAX) return Status::Invalid("too many files to simulate");
+  auto holds = ChooseClusterHolds(placement, plan, first_epoch, epochs, sizes, model);
+  if (!holds.ok()) return holds.status();
+  Simulation simulation(sizes, model, placement, std::move(*holds));
+  if (Status s = simulation.Run(plan, first_epoch, epochs, progress); !s.ok()) return s;
+  return simulation.Take();
+}
+
+}  // namespace clairfs

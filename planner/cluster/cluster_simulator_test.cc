@@ -1,0 +1,314 @@
+// The cluster simulator: small clusters computed by hand, each placement's invariants, agreement
+// with the single-node simulator at one node, and bad input.
+#include "planner/cluster/cluster_simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/cache_simulator.h"
+#include "planner/cluster/cluster_holds.h"
+#include "planner/plan.h"
+#include "planner/plan_spec.h"
+#include "planner/synthetic_dataset.h"
+#include "tests/test_util.h"
+
+namespace clairfs {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kBlock = 4096;
+
+std::unique_ptr<Plan> SamplerPlan(const std::string& text, uint64_t files) {
+  auto spec = ParsePlanSpec(text);
+  EXPECT_TRUE(spec.ok()) << spec.status().message();
+  auto plan = Plan::Create(*spec, files);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  return std::move(*plan);
+}
+
+// A list: plan written to `dir`; files are numbered in order of first appearance.
+std::unique_ptr<Plan> ListPlan(const testing::TempDir& dir, const std::string& text) {
+  testing::WriteFile(dir / "plan.txt", text);
+  auto spec = ParsePlanSpec("list:" + (dir / "plan.txt"));
+  EXPECT_TRUE(spec.ok());
+  auto plan = Plan::CreateFromList(*spec, PosixFileTreeInstance());
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  return std::move(*plan);
+}
+
+ClusterRunResult Simulate(Plan* plan, uint64_t epochs, const std::vector<uint64_t>& sizes,
+                          const ClusterModel& model, ClusterPlacement placement) {
+  auto run = SimulateCluster(plan, plan->spec().start_epoch, epochs, sizes, model, placement);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  return run.ok() ? std::move(*run) : ClusterRunResult{};
+}
+
+std::vector<uint64_t> ImageNetSizes(uint64_t files, uint64_t seed) {
+  std::vector<uint64_t> sizes(files);
+  for (uint64_t i = 0; i < files; ++i) {
+    sizes[i] = (ImageNetLikeSize(seed, i) + kBlock - 1) / kBlock * kBlock;
+  }
+  return sizes;
+}
+
+uint64_t Sum(const std::vector<uint64_t>& sizes) {
+  uint64_t total = 0;
+  for (uint64_t s : sizes) total += s;
+  return total;
+}
+
+// 2 nodes, 10 files of 1 MiB, unshuffled DistributedSampler: node 0 reads 0, 2, 4, 6, 8 and node 1
+// the odd files, in both epochs. Caches of 5 MiB, work 2 s per sample, a PFS of 2 MiB/s with
+// 1.5 s per open. Step 0: both miss, the PFS takes 1.5 s + 2 MiB / 2 MiB/s = 2.5 s (0.5 s of
+// stall) and has 5 MiB - 2 MiB = 3 MiB to spare: 1.5 MiB of credit per node. Step 1 stages the
+// file about to be read (0.5 MiB left), steps 2 and 3 two files each (the second of step 3 is
+// epoch 1's first), step 4 nothing: 8 hits and 2 + 10 MiB from the PFS in 10.5 s; epoch 1 hits
+// every file in 10 s.
+TEST(ClusterSimulatorTest, TwoNodesTenFilesByHand) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.pfs_bandwidth = 2.0 * kMiB;
+  model.pfs_open_latency = 1.5;
+  model.work = 2;
+  ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  const ClusterEpochResult& e0 = run.epochs[0];
+  EXPECT_EQ(e0.reads, 10u);
+  EXPECT_EQ(e0.local_hits, 8u);
+  EXPECT_EQ(e0.pfs_reads, 2u);
+  EXPECT_EQ(e0.peer_reads, 0u);
+  EXPECT_EQ(e0.staged_files, 10u);
+  EXPECT_EQ(e0.pfs_bytes, 12 * kMiB);
+  EXPECT_EQ(e0.pfs_opens, 12u);
+  EXPECT_DOUBLE_EQ(e0.time, 10.5);
+  EXPECT_DOUBLE_EQ(e0.stall, 0.5);
+  const ClusterEpochResult& e1 = run.epochs[1];
+  EXPECT_EQ(e1.local_hits, 10u);
+  EXPECT_EQ(e1.pfs_bytes, 0u);
+  EXPECT_DOUBLE_EQ(e1.time, 10.0);
+  EXPECT_DOUBLE_EQ(e1.stall, 0.0);
+  EXPECT_EQ(run.max_node_bytes, 5 * kMiB);
+}
+
+// A stager that spends 1 s per copy publishes one copy per step of 1 s: step 0 of epoch 0 misses
+// (no credit yet), each later step stages the file about to be read; epoch 1 stages the one file
+// that was missed and hits everything.
+TEST(ClusterSimulatorTest, ACopyTimeLimitsTheStager) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.copy_time = 1;
+  ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_EQ(run.epochs[0].local_hits, 8u);
+  EXPECT_EQ(run.epochs[0].pfs_reads, 2u);
+  EXPECT_EQ(run.epochs[0].staged_files, 8u);
+  EXPECT_EQ(run.epochs[1].local_hits, 10u);
+  EXPECT_EQ(run.epochs[1].staged_files, 2u);
+  EXPECT_EQ(run.Total().pfs_bytes, 12 * kMiB);
+}
+
+// Two nodes swap their halves between epochs: node 0 reads a, b then c, d; node 1 c, d then a, b.
+// Caches of 3 MiB (hold budget 2.625 MiB: two files), unlimited bandwidth, depth one file.
+//   none: node 0 stages a, b, c in step 0 (c for epoch 1), d in epoch 1 after evicting a: 4 MiB
+//         from the PFS per node, 8 MiB for a 4 MiB dataset.
+//   clairfs: homes a, b -> node 0, c, d -> node 1, all held. Node 0 stages a, b from the PFS and
+//         asks node 1 for c, which node 1 has not staged yet (nodes act in order): node 1 stages
+//         it from the PFS and sends it. Node 1 stages d from the PFS and pulls a from node 0; in
+//         epoch 1 node 0 pulls d and node 1 b: 4 MiB from the PFS (each file once), 4 MiB
+//         between peers, every read a hit.
+//   nopfs: the same holds, but no node stages for another: node 0 reads c from the PFS too.
+TEST(ClusterSimulatorTest, PeersServeWhatTheirHomesHold) {
+  testing::TempDir dir;
+  auto plan = ListPlan(dir,
+                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
+                       "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n");
+  const std::vector<uint64_t> sizes(4, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 3 * kMiB;
+  model.work = 1;
+  ClusterRunResult none = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(none.epochs.size(), 2u);
+  EXPECT_EQ(none.epochs[0].pfs_bytes, 6 * kMiB);
+  EXPECT_EQ(none.epochs[1].pfs_bytes, 2 * kMiB);
+  EXPECT_EQ(none.Total().local_hits, 8u);
+  EXPECT_EQ(none.Total().peer_bytes, 0u);
+
+  ClusterRunResult clairfs = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(clairfs.epochs.size(), 2u);
+  EXPECT_EQ(clairfs.held_files, 4u);
+  EXPECT_EQ(clairfs.epochs[0].pfs_bytes, 4 * kMiB);
+  EXPECT_EQ(clairfs.epochs[0].peer_bytes, 2 * kMiB);
+  EXPECT_EQ(clairfs.epochs[1].pfs_bytes, 0u);
+  EXPECT_EQ(clairfs.epochs[1].peer_bytes, 2 * kMiB);
+  EXPECT_EQ(clairfs.Total().local_hits, 8u);
+  EXPECT_EQ(clairfs.held_copies_at_end, 4u);
+  EXPECT_EQ(clairfs.files_with_held_copy, 4u);
+  // NoPFS picks the same files here (each read once per node: ties by first access).
+  ClusterRunResult nopfs = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNoPfs);
+  EXPECT_EQ(nopfs.Total().pfs_bytes, 5 * kMiB);
+  EXPECT_EQ(nopfs.Total().peer_bytes, 3 * kMiB);
+}
+
+// NoPFS holds the node's most frequent files first, ties by first access; no de-duplication.
+TEST(ClusterSimulatorTest, NoPfsHoldsTheMostFrequentFilesFirst) {
+  testing::TempDir dir;
+  // Node 0 reads x in every epoch, y and z once; node 1 reads x twice.
+  auto plan = ListPlan(dir,
+                       "# epoch 0\n# rank 0\nz\ny\n# rank 1\nx\nw\n"
+                       "# epoch 1\n# rank 0\nx\nw\n# rank 1\nx\nv\n"
+                       "# epoch 2\n# rank 0\nx\nv\n# rank 1\nu\nv\n");
+  // Files by first appearance: z=0, y=1, x=2, w=3, v=4, u=5.
+  const std::vector<uint64_t> sizes(6, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 2 * kMiB + kMiB / 4;  // hold budget ~1.97 MiB: one file
+  auto holds = ChooseClusterHolds(ClusterPlacement::kNoPfs, plan.get(), 0, 3, sizes, model);
+  ASSERT_TRUE(holds.ok()) << holds.status().message();
+  EXPECT_EQ(holds->per_node[0], std::vector<uint32_t>{2});  // x: 2 reads
+  EXPECT_EQ(holds->per_node[1], std::vector<uint32_t>{2});  // x: 2 reads, held twice
+  model.node_capacity = 4 * kMiB;                           // budget 3.5 MiB: three files
+  holds = ChooseClusterHolds(ClusterPlacement::kNoPfs, plan.get(), 0, 3, sizes, model);
+  ASSERT_TRUE(holds.ok());
+  EXPECT_EQ(holds->per_node[0], (std::vector<uint32_t>{2, 0, 1}));  // x, then z, y by first read
+  EXPECT_EQ(holds->per_node[1], (std::vector<uint32_t>{2, 4, 3}));  // x, v (2 reads), then w
+}
+
+// `--nodes 1` with unlimited bandwidth is the single-node simulator's plan policy.
+TEST(ClusterSimulatorTest, OneNodeAgreesWithTheSingleNodeSimulator) {
+  const uint64_t files = 3000;
+  const std::vector<uint64_t> sizes = ImageNetSizes(files, 5);
+  for (uint64_t percent : {30, 50, 120}) {
+    auto plan = SamplerPlan("torch-distributed:seed=42,world=4", files);
+    const uint64_t capacity = Sum(sizes) * percent / 100;
+    SimTrace trace;
+    for (uint64_t e = 0; e < 3; ++e) {
+      auto order = plan->Epoch(e);
+      ASSERT_TRUE(order.ok());
+      trace.epochs.push_back(e);
+      std::vector<uint32_t> accesses;
+      for (uint64_t p = 0; p < (*order)->RankSize(0); ++p) {
+        for (uint32_t r = 0; r < 4; ++r)
+          accesses.push_back(static_cast<uint32_t>((*order)->At(r, p)));
+      }
+      trace.accesses.push_back(std::move(accesses));
+    }
+    const std::vector<SimEpochResult> single =
+        SimulateCache(trace, sizes, capacity, SimPolicy::kPlan);
+    ClusterModel model;
+    model.nodes = 1;
+    model.ranks_per_node = 4;
+    model.node_capacity = capacity;
+    ClusterRunResult cluster = Simulate(plan.get(), 3, sizes, model, ClusterPlacement::kNone);
+    ASSERT_EQ(cluster.epochs.size(), single.size());
+    for (size_t e = 0; e < single.size(); ++e) {
+      SCOPED_TRACE("capacity " + std::to_string(percent) + "%, epoch " + std::to_string(e));
+      EXPECT_EQ(cluster.epochs[e].reads, single[e].accesses);
+      EXPECT_EQ(cluster.epochs[e].local_hits, single[e].hits);
+      EXPECT_EQ(cluster.epochs[e].pfs_reads, single[e].misses);
+      EXPECT_EQ(cluster.epochs[e].pfs_bytes, single[e].backing_bytes);
+    }
+  }
+}
+
+// Every placement keeps every node within its capacity, also when staging runs late; clairfs
+// never loses a held copy and, with caches holding 120% of the dataset together, reads each byte
+// from the PFS about once.
+TEST(ClusterSimulatorTest, PlacementInvariants) {
+  const uint64_t files = 4000;
+  const std::vector<uint64_t> sizes = ImageNetSizes(files, 9);
+  const uint64_t dataset = Sum(sizes);
+  auto plan = SamplerPlan("torch-distributed:seed=7,world=16", files);
+  for (bool limited : {false, true}) {
+    ClusterModel model;
+    model.nodes = 8;
+    model.ranks_per_node = 2;
+    model.node_capacity = dataset * 120 / 100 / 8;
+    if (limited) {
+      model.pfs_bandwidth = 400e6;
+      model.pfs_open_latency = 0.002;
+      model.pfs_metadata_ops = 20000;
+      model.net_bandwidth = 1000e6;
+      model.work = 0.001;
+    }
+    for (ClusterPlacement placement :
+         {ClusterPlacement::kNone, ClusterPlacement::kNoPfs, ClusterPlacement::kClairfs}) {
+      SCOPED_TRACE(std::string(ClusterPlacementName(placement)) +
+                   (limited ? " limited" : " unlimited"));
+      ClusterRunResult run = Simulate(plan.get(), 4, sizes, model, placement);
+      ASSERT_EQ(run.epochs.size(), 4u);
+      EXPECT_LE(run.max_node_bytes, model.node_capacity);
+      EXPECT_GT(run.max_node_bytes, 0u);
+      const ClusterEpochResult total = run.Total();
+      EXPECT_EQ(total.reads, 4 * files);
+      EXPECT_EQ(total.local_hits + total.peer_reads + total.pfs_reads, total.reads);
+      if (placement == ClusterPlacement::kNone) {
+        EXPECT_EQ(total.peer_bytes, 0u);
+      }
+      if (placement == ClusterPlacement::kClairfs) {
+        // Every home file is read by its home in epoch 0, so every held copy is there at the end.
+        EXPECT_GT(run.held_files, files * 9 / 10);
+        EXPECT_EQ(run.held_copies_at_end, run.held_files);
+        if (!limited) {
+          EXPECT_LE(total.pfs_bytes, dataset * 105 / 100);
+        }
+      }
+    }
+  }
+}
+
+TEST(ClusterSimulatorTest, BadInputGetsOneClearError) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=8", 100);
+  const std::vector<uint64_t> sizes(100, kBlock);
+  ClusterModel model;
+  model.nodes = 0;
+  model.ranks_per_node = 8;
+  model.node_capacity = kMiB;
+  auto run = SimulateCluster(plan.get(), 0, 1, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), EINVAL);
+  EXPECT_EQ(run.status().message(), "--nodes must be at least 1");
+
+  model.nodes = 1;
+  model.node_capacity = 0;
+  run = SimulateCluster(plan.get(), 0, 1, sizes, model, ClusterPlacement::kNone);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().message(), "--node-capacity must be more than 0");
+
+  model.nodes = 3;
+  model.ranks_per_node = 2;
+  model.node_capacity = kMiB;
+  run = SimulateCluster(plan.get(), 0, 1, sizes, model, ClusterPlacement::kNone);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), EINVAL);
+  EXPECT_EQ(run.status().message(),
+            "the plan's world is 8, not --nodes 3 x --ranks-per-node 2 = 6");
+
+  auto part = SamplerPlan("torch-distributed:seed=1,world=8,ranks=0-3", 100);
+  model.nodes = 4;
+  run = SimulateCluster(part.get(), 0, 1, sizes, model, ClusterPlacement::kNone);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("drop ranks="), std::string::npos);
+
+  model.nodes = 4;
+  model.pfs_bandwidth = -1;
+  EXPECT_FALSE(CheckClusterModel(model).ok());
+  EXPECT_FALSE(ParseClusterPlacement("hvac").ok());
+}
+
+}  // namespace
+}  // namespace clairfs

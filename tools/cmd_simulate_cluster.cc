@@ -1,0 +1,378 @@
+// `clairfs simulate --nodes N` (see cmd_simulate_cluster.h and docs/SIMULATOR.md).
+#include "tools/cmd_simulate_cluster.h"
+
+#include <sys/stat.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/base/units.h"
+#include "planner/cluster/cluster_model.h"
+#include "planner/cluster/cluster_simulator.h"
+#include "planner/file_tree.h"
+#include "planner/layout.h"
+#include "planner/plan.h"
+#include "planner/plan_spec.h"
+#include "planner/synthetic_dataset.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/progress_meter.h"
+#include "tools/simulate_compare.h"
+
+namespace clairfs::cli {
+namespace {
+
+constexpr uint64_t kBlock = 4096;
+constexpr uint64_t kDefaultEpochs = 3;
+const char* const kCommand = "simulate";
+
+// A non-negative decimal number ("12", "0.5"), nothing else.
+Result<double> ParseDecimal(const std::string& text, const std::string& flag) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
+  if (text.empty() || ec != std::errc() || ptr != end || !(value >= 0) || std::isinf(value)) {
+    return Status::Invalid(flag + " '" + text + "': expected a non-negative decimal number");
+  }
+  return value;
+}
+
+// MB/s (decimal) as bytes/s; "unlimited" or 0 is unlimited (as the PFS emulator's 0).
+Result<double> ParseRate(const std::string& text, const std::string& flag, double unit) {
+  if (text == "unlimited") return kUnlimited;
+  auto value = ParseDecimal(text, flag);
+  if (!value.ok()) return value.status();
+  return *value == 0 ? kUnlimited : *value * unit;
+}
+
+// "800G" per node, or "P%" of the dataset's bytes per node.
+Result<uint64_t> ParseNodeCapacity(const std::string& text, uint64_t dataset_bytes) {
+  if (!text.empty() && text.back() == '%') {
+    auto percent = ParseDecimal(text.substr(0, text.size() - 1), "--node-capacity");
+    if (!percent.ok()) return percent.status();
+    return static_cast<uint64_t>(
+        std::llround(*percent / 100.0 * static_cast<double>(dataset_bytes)));
+  }
+  auto size = ParseSize(text);
+  if (!size.ok()) return size.status().WithContext("--node-capacity");
+  return *size;
+}
+
+struct Dataset {
+  std::vector<uint64_t> sizes;  // by file index, in 4 KiB blocks
+  uint64_t bytes = 0;
+  std::unique_ptr<Plan> plan;
+};
+
+// The sizes (no names kept: 8 bytes per file) and the global plan, as `simulate` builds them.
+Result<Dataset> LoadDataset(const ClusterSimulateArgs& a, const PlanSpec& spec) {
+  Dataset d;
+  FileTree* tree = PosixFileTreeInstance();
+  auto stat_size = [&](const std::string& rel) -> uint64_t {
+    struct stat st;
+    if (stat((a.backing + "/" + rel).c_str(), &st) != 0) return 0;
+    return static_cast<uint64_t>(st.st_size);
+  };
+  if (spec.kind == SamplerKind::kList) {
+    if (a.backing.empty()) return Status::Invalid("list: plans need --backing");
+    auto created = Plan::CreateFromList(spec, tree);
+    if (!created.ok()) return created.status();
+    d.plan = std::move(*created);
+    for (const std::string& path : *d.plan->list_paths()) d.sizes.push_back(stat_size(path));
+  } else if (!a.backing.empty()) {
+    auto layout_spec = ParseLayoutSpec(a.layout, a.layout_root);
+    if (!layout_spec.ok()) return layout_spec.status();
+    auto layout = BuildLayout(tree, a.backing, *layout_spec);
+    if (!layout.ok()) return layout.status();
+    for (uint64_t i = 0; i < layout->size(); ++i) d.sizes.push_back(stat_size(layout->path(i)));
+  } else {
+    if (a.sizes.empty()) return Status::Invalid("--files needs --sizes SPEC");
+    auto model = ParseSyntheticSizes(a.sizes);
+    if (!model.ok()) return model.status().WithContext("--sizes");
+    const uint64_t count =
+        model->kind == SyntheticSizes::Kind::kShards ? model->shard_count : a.files;
+    d.sizes.resize(count);
+    for (uint64_t i = 0; i < count; ++i) d.sizes[i] = SyntheticSizeOf(*model, a.seed, i);
+  }
+  if (d.sizes.size() >= UINT32_MAX) return Status::Invalid("too many files to simulate");
+  if (!d.plan) {
+    auto created = Plan::Create(spec, d.sizes.size());
+    if (!created.ok()) return created.status();
+    d.plan = std::move(*created);
+  }
+  for (uint64_t& s : d.sizes) {
+    s = (s + kBlock - 1) / kBlock * kBlock;
+    d.bytes += s;
+  }
+  return d;
+}
+
+nlohmann::json EpochJson(const ClusterEpochResult& e, uint64_t dataset_bytes) {
+  nlohmann::json row = {{"reads", e.reads},
+                        {"local_hits", e.local_hits},
+                        {"peer_reads", e.peer_reads},
+                        {"pfs_reads", e.pfs_reads},
+                        {"local_hit_ratio", e.LocalHitRatio()},
+                        {"local_bytes", e.local_bytes},
+                        {"pfs_bytes", e.pfs_bytes},
+                        {"pfs_opens", e.pfs_opens},
+                        {"pfs_bytes_of_dataset",
+                         dataset_bytes ? static_cast<double>(e.pfs_bytes) / dataset_bytes : 0.0},
+                        {"peer_bytes", e.peer_bytes},
+                        {"staged_files", e.staged_files},
+                        {"time_s", e.time},
+                        {"stall_s", e.stall}};
+  return row;
+}
+
+void PrintRow(const char* placement, const std::string& epoch, const ClusterEpochResult& e,
+              uint64_t dataset_bytes) {
+  auto share = [&](uint64_t part) {
+    return e.reads ? 100.0 * static_cast<double>(part) / static_cast<double>(e.reads) : 0.0;
+  };
+  printf("%-8s %5s %11llu %6.1f%% %6.1f%% %6.1f%% %11s %7.1f%% %11s %10.2f %10.2f\n", placement,
+         epoch.c_str(), static_cast<unsigned long long>(e.reads), share(e.local_hits),
+         share(e.peer_reads), share(e.pfs_reads), FormatBytes(e.pfs_bytes).c_str(),
+         dataset_bytes ? 100.0 * static_cast<double>(e.pfs_bytes) / dataset_bytes : 0.0,
+         FormatBytes(e.peer_bytes).c_str(), e.time, e.stall);
+}
+
+// The bench's JSON from `path` (at most 64 MiB).
+Result<nlohmann::json> ReadBenchJson(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Invalid("--compare " + path + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().size() > (size_t{64} << 20)) {
+    return Status::Invalid("--compare " + path + ": larger than 64 MiB");
+  }
+  nlohmann::json bench = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (bench.is_discarded()) return Status::Invalid("--compare " + path + ": not JSON");
+  return bench;
+}
+
+std::string RateText(double bytes_per_second, double unit, const char* what) {
+  if (std::isinf(bytes_per_second)) return "unlimited";
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%g %s", bytes_per_second / unit, what);
+  return buf;
+}
+
+}  // namespace
+
+int RunSimulateCluster(const ClusterSimulateArgs& a) {
+  if (!a.capacity.empty()) {
+    return UsageError(
+        kCommand, "with --nodes the capacity is per node: give --node-capacity, not --capacity");
+  }
+  if (a.heat) return UsageError(kCommand, "--heat goes with the single-node simulate (no --nodes)");
+  if (!a.policy.empty() && a.policy != "plan") {
+    return UsageError(kCommand,
+                      "with --nodes the eviction inside a node is the mount's plan "
+                      "policy: --policy plan (got '" +
+                          a.policy + "')");
+  }
+  if (a.nodes == 0) return UsageError(kCommand, "--nodes must be at least 1");
+  if (a.backing.empty() == (a.files == 0)) {
+    return UsageError(kCommand, "give either --backing DIR or --files N --sizes SPEC");
+  }
+  if (a.node_capacity.empty()) return UsageError(kCommand, "--nodes needs --node-capacity SIZE");
+  if (a.pfs_bandwidth.empty()) return UsageError(kCommand, "--nodes needs --pfs-bandwidth MB/s");
+  std::vector<ClusterPlacement> placements;
+  if (a.placement == "all") {
+    placements = {ClusterPlacement::kNone, ClusterPlacement::kNoPfs, ClusterPlacement::kClairfs};
+  } else {
+    auto one = ParseClusterPlacement(a.placement);
+    if (!one.ok()) return Fail(kCommand, one.status());
+    placements = {*one};
+  }
+  ClusterModel model;
+  model.nodes = a.nodes;
+  struct RateFlag {
+    const std::string* text;
+    const char* flag;
+    double unit;
+    double* into;
+  };
+  for (const RateFlag& r :
+       {RateFlag{&a.pfs_bandwidth, "--pfs-bandwidth", 1e6, &model.pfs_bandwidth},
+        RateFlag{&a.pfs_metadata_ops, "--pfs-metadata-ops", 1, &model.pfs_metadata_ops},
+        RateFlag{&a.net_bandwidth, "--net-bandwidth", 1e6, &model.net_bandwidth},
+        RateFlag{&a.nvme_bandwidth, "--nvme-bandwidth", 1e6, &model.nvme_bandwidth}}) {
+    auto value = ParseRate(*r.text, r.flag, r.unit);
+    if (!value.ok()) return Fail(kCommand, value.status());
+    *r.into = *value;
+  }
+  auto latency = ParseDecimal(a.pfs_open_latency, "--pfs-open-latency");
+  if (!latency.ok()) return Fail(kCommand, latency.status());
+  model.pfs_open_latency = *latency / 1000.0;
+  auto work = ParseDecimal(a.work_ms, "--work-ms");
+  if (!work.ok()) return Fail(kCommand, work.status());
+  model.work = *work / 1000.0;
+  auto copy = ParseDecimal(a.copy_ms, "--copy-ms");
+  if (!copy.ok()) return Fail(kCommand, copy.status());
+  model.copy_time = *copy / 1000.0;
+
+  auto spec = ParsePlanSpec(a.plan);
+  if (!spec.ok()) return Fail(kCommand, spec.status());
+  uint64_t epochs = a.epochs;
+  if (epochs == 0) epochs = spec->end_epoch ? *spec->end_epoch - spec->start_epoch : kDefaultEpochs;
+  if (spec->end_epoch && spec->start_epoch + epochs > *spec->end_epoch) {
+    return UsageError(kCommand, "--epochs " + std::to_string(epochs) + " goes past the plan's " +
+                                    "epochs=" + std::to_string(*spec->end_epoch));
+  }
+  // The world is known from the spec; check the shape before any dataset is read.
+  model.ranks_per_node = a.ranks_per_node;
+  if (model.ranks_per_node == 0) {
+    if (spec->world % a.nodes != 0) {
+      return UsageError(kCommand, "the plan's world is " + std::to_string(spec->world) +
+                                      ", not a multiple of --nodes " + std::to_string(a.nodes));
+    }
+    model.ranks_per_node = spec->world / a.nodes;
+  }
+  if (uint64_t{model.nodes} * model.ranks_per_node != spec->world) {
+    return UsageError(kCommand, "the plan's world is " + std::to_string(spec->world) +
+                                    ", not --nodes " + std::to_string(model.nodes) +
+                                    " x --ranks-per-node " + std::to_string(model.ranks_per_node) +
+                                    " = " +
+                                    std::to_string(uint64_t{model.nodes} * model.ranks_per_node));
+  }
+
+  auto dataset = LoadDataset(a, *spec);
+  if (!dataset.ok()) return Fail(kCommand, dataset.status());
+  auto capacity = ParseNodeCapacity(a.node_capacity, dataset->bytes);
+  if (!capacity.ok()) return Fail(kCommand, capacity.status());
+  model.node_capacity = *capacity;
+  if (Status s = CheckClusterModel(model); !s.ok()) return Fail(kCommand, s);
+  if (Status s = CheckClusterPlan(*dataset->plan, model); !s.ok()) return Fail(kCommand, s);
+
+  nlohmann::json out;
+  out["plan"] = a.plan;
+  out["nodes"] = model.nodes;
+  out["ranks_per_node"] = model.ranks_per_node;
+  out["node_capacity_bytes"] = model.node_capacity;
+  out["dataset_files"] = dataset->sizes.size();
+  out["dataset_bytes"] = dataset->bytes;
+  auto rate_json = [](double v) {
+    return std::isinf(v) ? nlohmann::json("unlimited") : nlohmann::json(v);
+  };
+  out["model"] = {{"pfs_bandwidth_bytes_per_s", rate_json(model.pfs_bandwidth)},
+                  {"pfs_open_latency_s", model.pfs_open_latency},
+                  {"pfs_metadata_ops_per_s", rate_json(model.pfs_metadata_ops)},
+                  {"net_bandwidth_bytes_per_s", rate_json(model.net_bandwidth)},
+                  {"nvme_bandwidth_bytes_per_s", rate_json(model.nvme_bandwidth)},
+                  {"work_s", model.work},
+                  {"copy_s", model.copy_time}};
+  std::vector<ClusterRunResult> runs;
+  for (ClusterPlacement placement : placements) {
+    // The meter counts the readers' simulated reads and their bytes.
+    const uint64_t job_reads = dataset->sizes.size() * epochs;
+    const uint64_t job_bytes = dataset->bytes * epochs;
+    ProgressMeter meter(std::string("simulate ") + ClusterPlacementName(placement), job_reads,
+                        job_bytes, !a.json && StderrIsTerminal());
+    auto run = SimulateCluster(dataset->plan.get(), spec->start_epoch, epochs, dataset->sizes,
+                               model, placement, [&](uint64_t done, uint64_t total) {
+                                 const double part = static_cast<double>(done) / total;
+                                 meter.Update(static_cast<uint64_t>(part * job_reads),
+                                              static_cast<uint64_t>(part * job_bytes));
+                               });
+    meter.Finish();
+    if (!run.ok()) return Fail(kCommand, run.status());
+    runs.push_back(std::move(*run));
+  }
+  nlohmann::json results = nlohmann::json::object();
+  for (const ClusterRunResult& run : runs) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ClusterEpochResult& e : run.epochs) {
+      nlohmann::json row = EpochJson(e, dataset->bytes);
+      row["epoch"] = e.epoch;
+      rows.push_back(row);
+    }
+    results[ClusterPlacementName(run.placement)] = {
+        {"epochs", rows},
+        {"total", EpochJson(run.Total(), dataset->bytes)},
+        {"held_files", run.held_files},
+        {"held_bytes", run.held_bytes},
+        {"held_copies_at_end", run.held_copies_at_end},
+        {"files_with_held_copy", run.files_with_held_copy},
+        {"max_node_bytes", run.max_node_bytes}};
+  }
+  out["placements"] = results;
+  constexpr double kTolerance = 0.10;  // issue 20's calibration criterion
+  std::vector<CompareRow> compare;
+  if (!a.compare.empty()) {
+    auto bench = ReadBenchJson(a.compare);
+    if (!bench.ok()) return Fail(kCommand, bench.status());
+    auto rows = CompareWithBench(*bench, runs, model.nodes, dataset->sizes.size(), dataset->bytes,
+                                 kTolerance);
+    if (!rows.ok()) return Fail(kCommand, rows.status());
+    compare = std::move(*rows);
+    nlohmann::json list = nlohmann::json::array();
+    for (const CompareRow& r : compare) {
+      list.push_back({{"placement", r.placement},
+                      {"bench_epoch", r.epoch},
+                      {"what", r.what},
+                      {"measured", r.measured},
+                      {"model", r.model},
+                      {"within_10_percent", r.within}});
+    }
+    out["compare"] = list;
+  }
+  if (a.json) {
+    printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  printf(
+      "plan %s over %zu files (%s) on %u nodes x %u ranks, %s per node (%.1f%% of the dataset, "
+      "%.0f%% over all nodes)\n",
+      a.plan.c_str(), dataset->sizes.size(), FormatBytes(dataset->bytes).c_str(), model.nodes,
+      model.ranks_per_node, FormatBytes(model.node_capacity).c_str(),
+      dataset->bytes ? 100.0 * static_cast<double>(model.node_capacity) / dataset->bytes : 0.0,
+      dataset->bytes
+          ? 100.0 * static_cast<double>(model.node_capacity) * model.nodes / dataset->bytes
+          : 0.0);
+  printf(
+      "PFS %s, %s opens, %g ms per open; links %s; NVMe %s; work %g ms per sample; %g ms per "
+      "copy staged\n",
+      RateText(model.pfs_bandwidth, 1e6, "MB/s").c_str(),
+      RateText(model.pfs_metadata_ops, 1, "/s").c_str(), model.pfs_open_latency * 1000,
+      RateText(model.net_bandwidth, 1e6, "MB/s").c_str(),
+      RateText(model.nvme_bandwidth, 1e6, "MB/s").c_str(), model.work * 1000,
+      model.copy_time * 1000);
+  printf("%-8s %5s %11s %7s %7s %7s %11s %8s %11s %10s %10s\n", "placement", "epoch", "reads",
+         "local", "peer", "pfs", "PFS bytes", "of data", "peer bytes", "time s", "stall s");
+  for (const ClusterRunResult& run : runs) {
+    for (const ClusterEpochResult& e : run.epochs) {
+      PrintRow(ClusterPlacementName(run.placement), std::to_string(e.epoch), e, dataset->bytes);
+    }
+    PrintRow(ClusterPlacementName(run.placement), "job", run.Total(), dataset->bytes);
+  }
+  printf(
+      "a model, not a measurement (docs/SIMULATOR.md): local/peer/pfs are shares of reads; PFS "
+      "and peer bytes include staging\n");
+  if (!compare.empty()) {
+    size_t within = 0;
+    printf(
+        "\nbeside %s (bench epoch k = simulated epoch k-1; PFS bytes as shares of each "
+        "side's dataset)\n",
+        a.compare.c_str());
+    printf("%-8s %5s %-10s %10s %10s %8s\n", "placement", "epoch", "figure", "measured", "model",
+           "within");
+    for (const CompareRow& r : compare) {
+      within += r.within;
+      printf("%-8s %5llu %-10s %10.3f %10.3f %8s\n", r.placement.c_str(),
+             static_cast<unsigned long long>(r.epoch), r.what.c_str(), r.measured, r.model,
+             r.within ? "10%" : "no");
+    }
+    printf("%zu of %zu figures within 10%%\n", within, compare.size());
+  }
+  return kExitOk;
+}
+
+}  // namespace clairfs::cli

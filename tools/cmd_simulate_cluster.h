@@ -1,0 +1,48 @@
+// `clairfs simulate --nodes N`: the cluster model (docs/SIMULATOR.md). `clairfs simulate`
+// registers these flags and hands over here when --nodes is given; this file parses what is
+// particular to a cluster, loads the dataset's sizes, runs planner/cluster for each placement and
+// prints the table or JSON.
+//
+// Contract: reads the backing tree (walk + one stat per file) or nothing; writes only stdout (and
+// a progress line on a terminal). Exit codes as `clairfs simulate`: 0 ok, 1 the tree could not be
+// read, 2 bad arguments (one line naming what is wrong).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace clairfs::cli {
+
+// What `clairfs simulate` parsed, as given; the cluster run checks and converts it.
+struct ClusterSimulateArgs {
+  // Shared with the single-node simulate.
+  std::string backing;
+  uint64_t files = 0;
+  std::string sizes;
+  uint64_t seed = 0;
+  std::string layout = "imagefolder";
+  std::string layout_root;
+  std::string plan;
+  uint64_t epochs = 0;
+  std::string capacity;  // refused: the single-node flag
+  std::string policy;    // only "plan" (or empty)
+  bool heat = false;     // --heat given: refused
+  bool json = false;
+  // The cluster's own.
+  uint32_t nodes = 0;
+  uint32_t ranks_per_node = 0;  // 0: world / nodes
+  std::string node_capacity;
+  std::string pfs_bandwidth;
+  std::string pfs_open_latency = "1";
+  std::string pfs_metadata_ops = "100000";
+  std::string net_bandwidth = "12500";
+  std::string nvme_bandwidth = "3000";
+  std::string work_ms = "0";
+  std::string copy_ms = "0";
+  std::string placement = "all";
+  std::string compare;  // a `clairfs bench peers --json` output to print beside the model
+};
+
+int RunSimulateCluster(const ClusterSimulateArgs& args);
+
+}  // namespace clairfs::cli

@@ -1,0 +1,98 @@
+// `clairfs simulate --nodes` end to end through the real binary: the table and JSON, how its
+// flags combine with the single-node ones, and one clear line for each bad input.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_util.h"
+
+namespace clairfs {
+namespace {
+
+using testing::ClairfsBin;
+using testing::CommandResult;
+
+CommandResult Simulate(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {ClairfsBin(), "simulate"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::Run(argv);
+}
+
+const std::vector<std::string> kJob = {"--files",  "400",    "--sizes",
+                                       "imagenet", "--plan", "torch-distributed:seed=3,world=8",
+                                       "--epochs", "2"};
+
+std::vector<std::string> With(std::vector<std::string> more) {
+  std::vector<std::string> args = kJob;
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(SimulateClusterCli, PrintsEveryPlacementAsJson) {
+  CommandResult r = Simulate(
+      With({"--nodes", "4", "--node-capacity", "30%", "--pfs-bandwidth", "200", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["nodes"], 4);
+  EXPECT_EQ(out["ranks_per_node"], 2);
+  for (const char* placement : {"none", "nopfs", "clairfs"}) {
+    const auto& p = out["placements"][placement];
+    ASSERT_EQ(p["epochs"].size(), 2u) << placement;
+    EXPECT_EQ(p["total"]["reads"], 800) << placement;
+    EXPECT_LE(p["max_node_bytes"].get<uint64_t>(), out["node_capacity_bytes"].get<uint64_t>());
+  }
+  EXPECT_EQ(out["placements"]["none"]["total"]["peer_bytes"], 0);
+}
+
+TEST(SimulateClusterCli, PrintsATable) {
+  CommandResult r = Simulate(With({"--nodes", "2", "--node-capacity", "64M", "--pfs-bandwidth",
+                                   "unlimited", "--placement", "clairfs"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("clairfs    job"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("nopfs"), std::string::npos) << r.out;
+}
+
+TEST(SimulateClusterCli, BadInputIsOneClearLine) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--nodes", "0", "--node-capacity", "1G", "--pfs-bandwidth", "100"},
+       "--nodes must be at least 1"},
+      {{"--nodes", "2", "--node-capacity", "0", "--pfs-bandwidth", "100"},
+       "--node-capacity must be more than 0"},
+      {{"--nodes", "3", "--node-capacity", "1G", "--pfs-bandwidth", "100"},
+       "the plan's world is 8, not a multiple of --nodes 3"},
+      {{"--nodes", "2", "--ranks-per-node", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100"},
+       "the plan's world is 8, not --nodes 2 x --ranks-per-node 2 = 4"},
+      {{"--nodes", "2", "--capacity", "1G", "--pfs-bandwidth", "100"},
+       "with --nodes the capacity is per node: give --node-capacity, not --capacity"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--policy", "lru"},
+       "--policy plan"},
+      {{"--nodes", "2", "--node-capacity", "1G"}, "--nodes needs --pfs-bandwidth MB/s"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "fast"},
+       "--pfs-bandwidth 'fast'"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--placement", "hvac"},
+       "--placement 'hvac'"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--compare",
+        "/nonexistent/bench.json"},
+       "--compare /nonexistent/bench.json: cannot be read"},
+  };
+  for (const Case& c : cases) {
+    CommandResult r = Simulate(With(c.args));
+    EXPECT_EQ(r.exit_code, 2) << c.message << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // Without --nodes, --capacity is still required.
+  CommandResult r = Simulate(kJob);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--capacity SIZE is required"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace clairfs
