@@ -457,7 +457,7 @@ int RunPeerAgent(const AgentOptions& options, MPI_Comm comm) {
     return 1;
   }
   const uint64_t capacity = all[static_cast<size_t>(rank)].capacity;
-  const uint64_t hold_budget = capacity == 0 ? UINT64_MAX : capacity - capacity / 8;
+  const uint64_t hold_budget = HoldBudget(capacity);
   json own = json::array();
   for (uint64_t f : placement->HomeFiles(static_cast<uint32_t>(rank))) own.push_back(f);
   auto attached = link->Call({{"op", "attach"},
