@@ -95,10 +95,12 @@ Status IndexDb::FromRocks(const rocksdb::Status& s, std::string_view what) {
 Result<std::unique_ptr<IndexDb>> IndexDb::Open(const std::string& dir, rocksdb::Env* env) {
   // The index lives on the cache device: its buffers, logs and preallocations are sized for that
   // device, so that a small one (a test's tmpfs, a 16 MiB partition) holds an index too.
-  const std::string device_path = dir.substr(0, std::max<size_t>(dir.rfind('/'), 1));
+  const size_t slash = dir.rfind('/');
+  const std::string device_path =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : dir.substr(0, slash));
   struct statvfs vfs;
   if (statvfs(device_path.c_str(), &vfs) != 0) {
-    return Status::Error(errno, "open index " + dir + ": statvfs " + device_path);
+    return Status::FromErrno(errno, "open index " + dir + ": statvfs " + device_path);
   }
   const IndexSizing sizing = IndexSizingFor(static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize);
   auto block_cache = rocksdb::NewLRUCache(32 << 20);
@@ -117,7 +119,6 @@ Result<std::unique_ptr<IndexDb>> IndexDb::Open(const std::string& dir, rocksdb::
   db_options.create_missing_column_families = true;
   db_options.max_open_files = 256;  // bounded fds whatever the index size
   db_options.max_background_jobs = 2;
-  db_options.keep_log_file_num = 3;
   db_options.info_log_level = rocksdb::WARN_LEVEL;
   db_options.info_log = std::make_shared<IndexLogger>();
   if (env != nullptr) db_options.env = env;
