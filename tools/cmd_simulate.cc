@@ -36,21 +36,11 @@ namespace {
 constexpr uint64_t kBlock = 4096;
 constexpr uint64_t kDefaultEpochs = 3;
 
-struct SimulateArgs {
-  std::string backing;
-  uint64_t files = 0;
-  std::string sizes;
-  uint64_t seed = 0;
-  std::string layout = "imagefolder";
-  std::string layout_root;
-  std::string plan;
-  std::string capacity;
+struct SimulateArgs : SimulateDatasetArgs {
   std::string policy = "all";
-  uint64_t epochs = 0;
   std::vector<std::string> heat_inputs;
   std::string heat_strip_prefix;
   bool stage_hot = false;
-  bool json = false;
 };
 
 // Node order of one epoch: for each position, each served rank.
@@ -404,18 +394,9 @@ void RegisterSimulate(CLI::App& app) {
       return;
     }
     ClusterSimulateArgs c = *cluster;
-    c.backing = a->backing;
-    c.files = a->files;
-    c.sizes = a->sizes;
-    c.seed = a->seed;
-    c.layout = a->layout;
-    c.layout_root = a->layout_root;
-    c.plan = a->plan;
-    c.epochs = a->epochs;
-    c.capacity = a->capacity;
+    static_cast<SimulateDatasetArgs&>(c) = *a;
     c.policy = policy->count() ? a->policy : "";
     c.heat = !a->heat_inputs.empty() || a->stage_hot;
-    c.json = a->json;
     SetExitCode(RunSimulateCluster(c));
   });
 }

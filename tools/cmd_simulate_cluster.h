@@ -13,9 +13,9 @@
 
 namespace clairfs::cli {
 
-// What `clairfs simulate` parsed, as given; the cluster run checks and converts it.
-struct ClusterSimulateArgs {
-  // Shared with the single-node simulate.
+// The dataset and plan flags `clairfs simulate` parses for the single-node and the cluster run
+// alike, as given.
+struct SimulateDatasetArgs {
   std::string backing;
   uint64_t files = 0;
   std::string sizes;
@@ -23,11 +23,15 @@ struct ClusterSimulateArgs {
   std::string layout = "imagefolder";
   std::string layout_root;
   std::string plan;
+  std::string capacity;  // the single node's; the cluster run refuses it
   uint64_t epochs = 0;
-  std::string capacity;  // refused: the single-node flag
-  std::string policy;    // only "plan" (or empty)
-  bool heat = false;     // --heat given: refused
   bool json = false;
+};
+
+// What `clairfs simulate --nodes` parsed, as given; the cluster run checks and converts it.
+struct ClusterSimulateArgs : SimulateDatasetArgs {
+  std::string policy;  // only "plan" (or empty)
+  bool heat = false;   // --heat or --stage-hot given: refused
   // The cluster's own.
   uint32_t nodes = 0;
   uint32_t ranks_per_node = 0;  // 0: world / nodes
