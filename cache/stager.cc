@@ -34,6 +34,7 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
     copier_options.buffers = options_.buffers > 0 ? options_.buffers : copier_options.max_files;
     copier_options.chunk_size = options_.chunk_size;
     copier_options.flush_every = options_.flush_every;
+    copier_options.drop_pages = options_.drop_pages;
     CopierHooks hooks;
     hooks.next = [this](CopyJob* job) { return NextForCopier(job); };
     hooks.take_tokens = [this](size_t bytes, uint64_t* wait_ns) {
@@ -375,8 +376,12 @@ Status Stager::CopyOne(const Request& request) {
     }
     return copy_status;
   }
+  if (options_.drop_pages) (void)posix_fadvise(*src, 0, 0, POSIX_FADV_DONTNEED);
   // Fsynced here, where many workers' fsyncs overlap, not one after another in the committer.
   st = store_->SyncData(&*slot);
+  if (st.ok() && options_.drop_pages) {
+    (void)posix_fadvise(slot->fd, 0, 0, POSIX_FADV_DONTNEED);  // clean after the fsync
+  }
   if (st.ok()) {
     st = committer_->Commit(&*slot, request.identity);  // aborts the slot on failure
     // The copy took more than reserved and no room was found for it without evicting a copy the

@@ -67,6 +67,10 @@ struct StagerOptions {
   // Large copies: written back while copying, and waited for every this many bytes, so that the
   // final fsync does not write the whole file at once (0 = no waiting writeback).
   uint64_t flush_every = 32 << 20;
+  // After a copy is made, drop its pages and the backing file's from the page cache (a no-open
+  // mount: the FUSE file's pages are the cache, docs/NO-OPEN.md), so a staged byte is not cached
+  // two or three times.
+  bool drop_pages = false;
   // The tree files are read from (backing_tree.h); when null the stager opens `backing_root`
   // itself at construction (and fails every copy with that error if it cannot).
   std::shared_ptr<const BackingTree> backing = nullptr;

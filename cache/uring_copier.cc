@@ -436,6 +436,7 @@ struct UringCopier::Impl {
   void OnFinal(FileCopy* f) {
     if (f->in_flight > 0) return;  // the other of the two is still running
     if (f->failed) return Finish(f, f->fail_result, f->fail_status, f->fail_cache_side);
+    if (options.drop_pages) (void)posix_fadvise(f->src_fd, 0, 0, POSIX_FADV_DONTNEED);
     close(f->src_fd);  // nothing reads it any more; the release is asynchronous
     f->src_fd = -1;
     if (f->stat_after_res < 0) {
@@ -451,6 +452,8 @@ struct UringCopier::Impl {
     }
     if (stopping) return Finish(f, CopyResult::kSkipped, Shutdown());
     f->slot.data_synced = true;  // the FSYNC completed after the last WRITE did
+    // Clean after the FSYNC, so the pages go at once.
+    if (options.drop_pages) (void)posix_fadvise(f->slot.fd, 0, 0, POSIX_FADV_DONTNEED);
     HandOffToCommit(f);
   }
 

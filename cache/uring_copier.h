@@ -66,6 +66,7 @@ struct UringCopierOptions {
   int commit_threads = 1;           // groups published at once (GroupCommitterOptions::threads)
   int commit_batch = 64;            // copies per group at most
   uint64_t commit_linger_ns = 0;    // a group's longest wait for company
+  bool drop_pages = false;          // see StagerOptions::drop_pages
 };
 
 struct CopyJob {

@@ -6,6 +6,8 @@
 // cache line, so readers on different cores do not contend on one line or any lock.
 // In kernel passthrough the daemon sees opens and releases but no reads: such an open adds the
 // whole file size to bytes_from_cache (an estimate: a dataset sample is usually read whole).
+// On a no-open mount an open is a file's first READ (at offset 0) that reaches the daemon
+// (docs/NO-OPEN.md): opens and reads the kernel's page cache serves are not seen.
 #pragma once
 
 #include <atomic>
@@ -37,7 +39,12 @@ struct MountCounters {
   // and were served from the backing file instead.
   PaddedCounter copy_read_fallbacks;
   PaddedCounter lookups;
-  PaddedCounter read_requests;      // READ requests received by the adapter
+  PaddedCounter read_requests;  // READ requests received by the adapter
+  // OPEN, FLUSH and RELEASE requests received (a no-open mount answers the first OPEN and FLUSH
+  // with ENOSYS, after which the kernel sends none of the three).
+  PaddedCounter open_requests;
+  PaddedCounter flush_requests;
+  PaddedCounter release_requests;
   PaddedCounter passthrough_opens;  // opens the kernel reads directly from a staged copy
   PaddedCounter held_copy_opens;    // of those, opens of a copy the kernel already held
   // Of the hits and of bytes_from_cache: those on copies a peer brought (docs/PEERS.md).

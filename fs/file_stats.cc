@@ -72,10 +72,11 @@ void FileIoCounters::Merge(const FileIoCounters& o) {
 
 void OpenFileStats::OnOpen(double start, double end) {
   std::lock_guard<std::mutex> lock(mu_);
-  counters_.opens = 1;
-  counters_.open_start = start;
-  counters_.open_end = end;
+  ++counters_.opens;
+  KeepMin(&counters_.open_start, start);
+  KeepMax(&counters_.open_end, end);
   counters_.meta_time += std::max(0.0, end - start);
+  next_offset_ = -1;  // strides and consecutive reads are counted within one open
 }
 
 void OpenFileStats::OnRead(uint64_t offset, uint64_t bytes, double start, double end) {
@@ -114,6 +115,11 @@ void OpenFileStats::OnRead(uint64_t offset, uint64_t bytes, double start, double
   }
   KeepMin(&c.read_start, start);
   KeepMax(&c.read_end, end);
+}
+
+FileIoCounters OpenFileStats::Peek() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
 }
 
 FileIoCounters OpenFileStats::OnClose(double start, double end) {

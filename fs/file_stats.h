@@ -76,10 +76,13 @@ struct FileIoCounters {
   static int SizeBucket(uint64_t bytes);
 };
 
-// The counters of one open, updated by its reads.
+// The counters of one open, updated by its reads. A file kept open on a no-open mount
+// (fs/kept_files.h) is one OpenFileStats over many uses: each use's first read calls OnOpen again.
 class OpenFileStats {
  public:
   void OnOpen(double start, double end);
+  // The counters so far, for a report while the file is still open.
+  FileIoCounters Peek();
   void OnRead(uint64_t offset, uint64_t bytes, double start, double end);
   // Marks the close and returns the counters to merge.
   FileIoCounters OnClose(double start, double end);

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <unordered_map>
+
 #include "planner/base/log.h"
 
 namespace clairfs {
@@ -42,7 +44,8 @@ FileSystem::FileSystem(const FileSystemConfig& config, Manifest* manifest, Conte
       stager_(stager),
       env_(env),
       start_monotonic_ns_(env->NowMonotonicNanos()),
-      start_realtime_ns_(env->NowRealtimeNanos()) {
+      start_realtime_ns_(env->NowRealtimeNanos()),
+      kept_(config.kept_files) {
   if (!backing_ && config_.backing_root.empty()) {
     backing_error_ = Status::Error(ENOENT, "no backing store configured");
   } else if (!backing_) {
@@ -59,12 +62,15 @@ FileSystem::FileSystem(const FileSystemConfig& config, Manifest* manifest, Conte
       if (HeldCopies* held = held_copies_.load(std::memory_order_acquire)) {
         held->CopyRemoved(data_path);
       }
+      // An evicted copy's blocks are freed once no READ in flight still reads it.
+      if (config_.no_open) kept_.RemoveCopy(data_path);
     });
   }
 }
 
 FileSystem::~FileSystem() {
   if (store_ != nullptr) store_->set_removal_listener(nullptr);
+  kept_.Clear();  // merges the kept files' counters while the table still stands
 }
 
 double FileSystem::Elapsed() const {
@@ -84,7 +90,7 @@ Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
   f.identity = identity;
   f.path = std::move(path);
   f.data_path = std::move(data_path);
-  f.stats.OnOpen(open_start, Elapsed());
+  if (open_start >= 0) f.stats.OnOpen(open_start, Elapsed());
   return result;
 }
 
@@ -180,6 +186,11 @@ bool FileSystem::TakePagesToDrop(uint64_t ino) {
 
 Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
                                     const RequestCaller* caller) {
+  return OpenCounted(ino, flags, open_copy_now, caller, /*counted=*/true);
+}
+
+Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_copy_now,
+                                           const RequestCaller* caller, bool counted) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
     return Status::Error(EROFS, "read-only filesystem");
   }
@@ -187,8 +198,8 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
   if (!node.ok()) return node.status();
   if (node->attr.is_dir()) return Status::Error(EISDIR, "is a directory");
   if (!node->attr.is_reg()) return Status::Error(EPERM, "special files cannot be opened");
-  counters_.opens.Add(1);
-  const double open_start = Elapsed();
+  if (counted) counters_.opens.Add(1);
+  const double open_start = counted ? Elapsed() : -1.0;
 
   OpenResult result;
   if (config_.revalidate == Revalidate::kOpen) {
@@ -216,7 +227,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
 
   const FileIdentity identity = node->attr.identity();
   // Before Find, so a hit's eviction key already reflects this use of the plan.
-  const bool planned = open_observer_ != nullptr && open_observer_->OnOpen(node->path);
+  const bool planned = counted && open_observer_ != nullptr && open_observer_->OnOpen(node->path);
   std::optional<StagedCopy> copy;
   // After a copy failed to read, opens go to the backing store for a while (a dead device).
   if (store_->copies_readable()) copy = store_->Find(node->path);
@@ -227,7 +238,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
       auto from_copy = [&](Result<OpenResult> opened) {
         if (opened.ok() && peer_copy) {
           opened->file->from_peer_copy = true;
-          counters_.hits_peer_copies.Add(1);
+          if (counted) counters_.hits_peer_copies.Add(1);
         }
         return opened;
       };
@@ -248,7 +259,7 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
       }
       auto fd = OpenCopy(copy->data_path);
       if (fd.ok()) {
-        counters_.hits.Add(1);
+        if (counted) counters_.hits.Add(1);
         return from_copy(OpenFrom(*fd, true, ino, identity, std::move(node->path), open_start,
                                   std::move(result), std::move(copy->data_path)));
       }
@@ -259,17 +270,69 @@ Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
       (void)store_->Evict(node->path, /*force=*/true);
     }
   }
-  counters_.misses.Add(1);
+  if (counted) counters_.misses.Add(1);
   auto fd = OpenBacking(node->path, identity);
   if (!fd.ok()) {
     counters_.backing_errors.Add(1);
     if (fd.status().code() == ESTALE) counters_.not_as_listed.Add(1);
     return ReaderError(fd.status());
   }
-  if (config_.read_through && stager_ != nullptr && !planned) {
-    stager_->Enqueue(node->path, identity, StagePriority::kNormal);
+  const bool read_through = counted && config_.read_through && stager_ != nullptr && !planned;
+  if (read_through) stager_->Enqueue(node->path, identity, StagePriority::kNormal);
+  auto opened =
+      OpenFrom(*fd, false, ino, identity, std::move(node->path), open_start, std::move(result));
+  // No-open mode: the stager reads a queued file's backing pages next; others are dropped.
+  if (opened.ok() && config_.no_open) opened->file->drop_pages = !read_through && !planned;
+  return opened;
+}
+
+Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t offset) {
+  const bool first_read = offset == 0;
+  std::shared_ptr<OpenFile> kept = kept_.Get(ino);
+  if (kept != nullptr && (!first_read || CountKeptHit(*kept))) return kept;
+  auto opened = OpenCounted(ino, O_RDONLY, /*open_copy_now=*/true, nullptr, first_read);
+  if (!opened.ok()) return opened.status();
+  OpenFile* raw = opened->file.release();
+  if (raw->from_cache) raw->drop_pages = true;  // the FUSE file's pages are the cache
+  // Released (closed, counters merged) when the last READ holding it ends.
+  std::shared_ptr<OpenFile> file(raw,
+                                 [this](OpenFile* f) { Release(std::unique_ptr<OpenFile>(f)); });
+  // A copy removed between its Find and this Put is kept until let go by the LRU bound or the
+  // file's next first READ (CountKeptHit sees the store no longer has it).
+  std::vector<std::shared_ptr<OpenFile>> let_go =
+      kept_.Put(ino, file, file->from_cache ? file->data_path : std::string());
+  return file;
+}
+
+bool FileSystem::CountKeptHit(OpenFile& file) {
+  if (!file.from_cache || file.copy_failed.load(std::memory_order_acquire)) return false;
+  if (!store_->copies_readable()) return false;
+  auto copy = store_->Find(file.path, /*touch=*/false);
+  if (!copy || copy->data_path != file.data_path || copy->identity != file.identity) return false;
+  const double start = Elapsed();
+  counters_.opens.Add(1);
+  // Before the touch, so that the copy's eviction key reflects this use of the plan (as Open).
+  if (open_observer_ != nullptr) (void)open_observer_->OnOpen(file.path);
+  (void)store_->Find(file.path);
+  counters_.hits.Add(1);
+  if (file.from_peer_copy) counters_.hits_peer_copies.Add(1);
+  file.stats.OnOpen(start, Elapsed());
+  return true;
+}
+
+std::vector<FileStatsRow> FileSystem::FileStatsSnapshot() const {
+  std::vector<FileStatsRow> rows = file_stats_.Snapshot();
+  if (!config_.no_open) return rows;
+  std::unordered_map<std::string, size_t> row_of;
+  for (size_t i = 0; i < rows.size(); ++i) row_of.emplace(rows[i].path, i);
+  for (const std::shared_ptr<OpenFile>& file : kept_.Snapshot()) {
+    auto [it, added] = row_of.emplace(file->path, rows.size());
+    if (added) rows.push_back(FileStatsRow{file->path, {}});
+    const auto source =
+        static_cast<int>(file->from_cache ? ReadSource::kCache : ReadSource::kBacking);
+    rows[it->second].by_source[source].Merge(file->stats.Peek());
   }
-  return OpenFrom(*fd, false, ino, identity, std::move(node->path), open_start, std::move(result));
+  return rows;
 }
 
 Result<int> FileSystem::OpenBacking(const std::string& path, const FileIdentity& identity) {
@@ -318,11 +381,15 @@ Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t of
     return Status::Error(EIO, fd.status().message());
   }
   const double start = Elapsed();
-  auto n = env_->Pread(*fd, buf, size, offset);
+  int read_fd = *fd;
+  auto n = env_->Pread(read_fd, buf, size, offset);
   if (!n.ok() && file.from_cache && !file.copy_failed.load(std::memory_order_acquire)) {
     NoteCopyReadError(file.path, n.status());
     auto backing_fd = SwitchToBacking(file, *fd);
-    if (backing_fd.ok()) n = env_->Pread(*backing_fd, buf, size, offset);
+    if (backing_fd.ok()) {
+      read_fd = *backing_fd;
+      n = env_->Pread(read_fd, buf, size, offset);
+    }
   }
   if (!n.ok()) {
     if (!file.from_cache) counters_.backing_errors.Add(1);
@@ -331,7 +398,15 @@ Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t of
     return Status::Error(EIO, n.status().message());
   }
   NoteRead(file, static_cast<uint64_t>(offset), *n, start);
+  if (file.drop_pages) DropPages(file, read_fd, static_cast<uint64_t>(offset), *n);
   return *n;
+}
+
+void FileSystem::DropPages(const OpenFile& file, int fd, uint64_t offset, uint64_t bytes) {
+  if (bytes == 0) return;
+  // Through the end of the file once a read reaches it, so that the last, partial page goes too.
+  const uint64_t len = offset + bytes >= file.size ? 0 : bytes;
+  (void)posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
 }
 
 void FileSystem::NoteCopyReadError(const std::string& path, const Status& error) {

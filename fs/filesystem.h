@@ -12,6 +12,13 @@
 // its name is ESTALE for that open, never its bytes (cache/backing_tree.h). Every mutating call
 // answers EROFS; FIFOs, sockets and devices cannot be opened (EPERM).
 //
+// No-open mode (config.no_open, docs/NO-OPEN.md): the kernel sends no OPEN or RELEASE and a READ
+// names only the inode. FileForRead gives the READ a kept file (fs/kept_files.h): the file's first
+// READ (at offset 0) that reaches the daemon counts as its open (a hit or a miss, the open
+// observer, read-through); later READs reuse the kept file uncounted. The bytes the daemon reads
+// to answer them are dropped from the page cache (the FUSE file's pages are the cache), except a
+// backing file's while it is queued for staging (the stager reads them next).
+//
 // Threading: every method may run concurrently on any FUSE worker thread. OpenFile handles are
 // immutable after Open and freed by Release; Read uses pread on the handle's fd with no lock.
 #pragma once
@@ -35,6 +42,7 @@
 #include "fs/counters.h"
 #include "fs/file_stats.h"
 #include "fs/held_copies.h"
+#include "fs/kept_files.h"
 #include "fs/open_observer.h"
 #include "fs/revalidate.h"
 #include "planner/base/status.h"
@@ -72,7 +80,9 @@ struct OpenFile {
   std::string data_path;  // the staged copy's file, when from_cache
   FileIdentity identity;  // the backing file version these bytes are
   int held_handle = -1;   // >= 0: served from a copy the kernel holds (HeldCopies), fd is -1
-  OpenFileStats stats;    // this open's counters, merged into the mount's table at release
+  // No-open mode: the bytes Read gets from `fd` are dropped from the page cache after each read.
+  bool drop_pages = false;
+  OpenFileStats stats;  // this open's counters, merged into the mount's table at release
 };
 
 struct OpenResult {
@@ -93,6 +103,9 @@ struct FileSystemConfig {
   std::shared_ptr<const BackingTree> backing;
   Revalidate revalidate = Revalidate::kNever;
   bool read_through = true;
+  // No-open mode (see the top of this file): READs by inode from at most `kept_files` kept files.
+  bool no_open = false;
+  size_t kept_files = 1024;
 };
 
 class FileSystem {
@@ -131,6 +144,15 @@ class FileSystem {
   // this very open (EACCES). `caller` may be null (no check).
   Result<OpenResult> Open(uint64_t ino, int flags, bool open_copy_now = true,
                           const RequestCaller* caller = nullptr);
+  // No-open mode: the file a READ of `ino` at `offset` reads from (Read, DataFd), held by the
+  // caller while it reads. A READ at offset 0 counts as an open of the file (see the top).
+  Result<std::shared_ptr<OpenFile>> FileForRead(uint64_t ino, uint64_t offset);
+  // No-open mode: the files kept open between READs (for status).
+  size_t kept_files() const { return kept_.size(); }
+  size_t kept_files_bound() const { return kept_.capacity(); }
+  // The per-file counters: the table of released files plus, on a no-open mount, the kept files'
+  // counters so far.
+  std::vector<FileStatsRow> FileStatsSnapshot() const;
   // The fd to read `file`'s bytes from, opening a deferred staged copy now (a copy evicted since
   // the open is read from the backing file, which has the same bytes or newer ones).
   Result<int> DataFd(OpenFile& file);
@@ -139,6 +161,9 @@ class FileSystem {
   // Counts a read served without Read() (the adapter's splice path): `bytes` at `offset`,
   // started at `start` (Elapsed()).
   void NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, double start);
+  // Drops the pages of `bytes` at `offset` of `fd`, `file`'s source, from the page cache (a
+  // no-open mount's reads: the FUSE file's pages hold them now). Read does it itself.
+  static void DropPages(const OpenFile& file, int fd, uint64_t offset, uint64_t bytes);
   // Counts an open served by kernel passthrough: the daemon will see no READ, so the whole file
   // is counted as one (estimated) read from the cache, in the totals and the per-file stats.
   void NotePassthroughOpen(OpenFile& file);
@@ -153,6 +178,13 @@ class FileSystem {
 
  private:
   Result<ManifestNode> NodeOf(uint64_t ino);
+  // Open's work; `counted`: the open is counted (opens, hits or misses, the open observer,
+  // read-through and the file's open counters); uncounted opens serve a no-open READ in mid-file.
+  Result<OpenResult> OpenCounted(uint64_t ino, int flags, bool open_copy_now,
+                                 const RequestCaller* caller, bool counted);
+  // No-open mode: counts a first READ served by `file`, kept open from a staged copy, as an open
+  // of it (a hit). False if the copy is no longer the store's current one (then open anew).
+  bool CountKeptHit(OpenFile& file);
   Result<int> OpenCopy(const std::string& data_path);
   // A copy failed to open or read for another reason than being gone: counted, and reported to
   // the store (its device's condition, and a pause of serving copies).
@@ -177,6 +209,7 @@ class FileSystem {
   Stager* stager_;
   Env* env_;
   KernelNotifier* notifier_ = nullptr;
+  // `open_start` < 0: an uncounted open (no per-file open counters).
   Result<OpenResult> OpenFrom(int fd, bool from_cache, uint64_t ino, const FileIdentity& identity,
                               std::string path, double open_start, OpenResult result,
                               std::string data_path = {});
@@ -191,6 +224,8 @@ class FileSystem {
   static constexpr size_t kMaxPagesToDrop = 65536;  // beyond it, invalidate at once
   std::mutex pages_mu_;                             // guards pages_to_drop_
   std::unordered_set<uint64_t> pages_to_drop_;
+  // No-open mode's kept files; last, so that it is cleared while the rest still stands.
+  KeptFiles kept_;
 };
 
 }  // namespace clairfs

@@ -57,6 +57,8 @@ class FileSystemTest : public ::testing::Test {
     config.backing = *tree;
     config.revalidate = revalidate;
     config.read_through = read_through;
+    config.no_open = no_open_;
+    config.kept_files = kept_files_;
     fs_ = std::make_unique<FileSystem>(config, cache_stack_->manifest.get(),
                                        cache_stack_->store.get(), stager_.get(), env);
   }
@@ -102,6 +104,25 @@ class FileSystemTest : public ::testing::Test {
     return out;
   }
 
+  // No-open mode: reads `path` whole by inode, as READs without an OPEN arrive.
+  std::string ReadByInode(const std::string& path, size_t chunk = 4096) {
+    const uint64_t ino = Ino(path);
+    std::string out;
+    std::vector<char> buf(chunk);
+    for (;;) {
+      auto file = fs_->FileForRead(ino, out.size());
+      EXPECT_TRUE(file.ok()) << path << ": " << file.status().message();
+      if (!file.ok()) return "<error>";
+      auto n = fs_->Read(**file, buf.data(), buf.size(), static_cast<off_t>(out.size()));
+      EXPECT_TRUE(n.ok()) << n.status().message();
+      if (!n.ok() || *n == 0) break;
+      out.append(buf.data(), *n);
+    }
+    return out;
+  }
+
+  bool no_open_ = false;
+  size_t kept_files_ = 1024;
   TempDir backing_;
   TempDir cache_;
   std::unique_ptr<OpenedCache> cache_stack_;
@@ -154,6 +175,68 @@ TEST_F(FileSystemTest, AnUnstagedFileIsReadFromTheBackingStoreThenServedFromItsC
   EXPECT_EQ(fs_->counters().hits.value.load(), 1u);
   EXPECT_EQ(fs_->counters().bytes_from_cache.value.load(), 100000u);
   EXPECT_EQ(fs_->counters().bytes_from_backing.value.load(), 100000u);
+}
+
+// No-open mode: READs by inode with no OPEN. A file's first READ is its open (a miss, then hits),
+// later READs reuse the kept file uncounted, a kept copy that leaves the store is let go, and the
+// per-file counters include the files still kept.
+TEST_F(FileSystemTest, NoOpenReadsByInodeCountTheFirstReadAsTheOpen) {
+  no_open_ = true;
+  kept_files_ = 2;
+  Open();
+  const std::string c(100000, 'c');
+  auto& counters = fs_->counters();
+  EXPECT_EQ(ReadByInode("train/dog/c.jpg"), c);
+  EXPECT_EQ(counters.opens.Get(), 1u);
+  EXPECT_EQ(counters.misses.Get(), 1u);
+  EXPECT_EQ(counters.reads.Get(), 26u);  // 25 reads of 4096 bytes and the one at the end
+  EXPECT_EQ(fs_->kept_files(), 1u);
+  stager_->WaitIdle();
+  // Staged since: the next first READ opens the copy (a hit), and the one after reuses it.
+  EXPECT_EQ(ReadByInode("train/dog/c.jpg"), c);
+  auto first = fs_->FileForRead(Ino("train/dog/c.jpg"), 0);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE((*first)->from_cache);
+  EXPECT_TRUE((*first)->drop_pages);  // the FUSE file's pages are the cache
+  EXPECT_EQ(counters.opens.Get(), 3u);
+  EXPECT_EQ(counters.hits.Get(), 2u);
+  auto again = fs_->FileForRead(Ino("train/dog/c.jpg"), 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), first->get());  // kept: no open of its own
+  EXPECT_EQ(counters.hits.Get(), 3u);
+  first->reset();
+  again->reset();
+  // Two more files take the bound of 2: c.jpg's file is let go; a READ in mid-file opens it
+  // again, uncounted.
+  EXPECT_EQ(ReadByInode("train/cat/a.jpg"), "bytes of a");
+  EXPECT_EQ(ReadByInode("train/cat/b.jpg"), "bytes of b, longer");
+  EXPECT_EQ(fs_->kept_files(), 2u);
+  const uint64_t opens = counters.opens.Get();
+  auto middle = fs_->FileForRead(Ino("train/dog/c.jpg"), 4096);
+  ASSERT_TRUE(middle.ok());
+  char buf[10];
+  auto n = fs_->Read(**middle, buf, sizeof(buf), 4096);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(std::string(buf, *n), std::string(10, 'c'));
+  EXPECT_EQ(counters.opens.Get(), opens);
+  middle->reset();
+  // Its copy leaves the store: the kept file is let go at once, and the next first READ misses.
+  const uint64_t misses = counters.misses.Get();
+  ASSERT_TRUE(cache_stack_->store->Evict("train/dog/c.jpg", /*force=*/true).ok());
+  EXPECT_EQ(fs_->kept_files(), 1u);
+  EXPECT_EQ(ReadByInode("train/dog/c.jpg"), c);
+  EXPECT_EQ(counters.misses.Get(), misses + 1);
+  // The per-file counters include what the kept files read so far.
+  uint64_t c_opens = 0, c_bytes = 0;
+  for (const FileStatsRow& row : fs_->FileStatsSnapshot()) {
+    if (row.path != "train/dog/c.jpg") continue;
+    for (const FileIoCounters& by : row.by_source) {
+      c_opens += by.opens;
+      c_bytes += by.bytes_read;
+    }
+  }
+  EXPECT_EQ(c_opens, 5u);                 // a miss, three hits, a miss
+  EXPECT_EQ(c_bytes, 3 * c.size() + 10);  // the two hits that only asked for the file read none
 }
 
 // A staged copy that cannot be read (its device failed) is served from the listed backing file,

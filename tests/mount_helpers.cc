@@ -1,6 +1,9 @@
 // Integration-test helpers for real clairfs mounts (see mount_helpers.h).
 #include "tests/mount_helpers.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -53,6 +56,25 @@ bool ClairfsMount::WaitStagingIdle(int timeout_seconds) {
 }
 
 CommandResult ClairfsMount::Umount() { return Run({ClairfsBin(), "umount", mountpoint_}, 120); }
+
+std::string ReadFileAndDropPages(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "<open failed>";
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      out = "<read failed: errno " + std::to_string(errno) + ">";
+      break;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+  return out;
+}
 
 std::vector<std::string> ListFilesRecursive(const std::string& root) {
   std::vector<std::string> out;

@@ -62,6 +62,11 @@ class MountDirsTest : public ::testing::Test {
 std::map<std::string, std::string> MakeFiles(const std::string& root, int count, size_t max_size,
                                              uint64_t seed);
 
+// Reads `path` whole and then drops its pages from the page cache (POSIX_FADV_DONTNEED), so the
+// next read of it reaches the filesystem, as for a dataset larger than memory on a no-open mount
+// ("<open failed>" if it cannot be opened).
+std::string ReadFileAndDropPages(const std::string& path);
+
 // Every regular file under `root` as relative paths (sorted).
 std::vector<std::string> ListFilesRecursive(const std::string& root);
 

@@ -48,7 +48,8 @@ class PlanMountTest : public ::testing::Test {
   void ReadEpoch(const std::string& mnt, const std::vector<std::string>& order, int pause_us,
                  const std::string& backing = "") {
     for (const std::string& rel : order) {
-      ASSERT_EQ(ReadFile(mnt + "/" + rel),
+      // On a no-open mount, pages kept between epochs would hide the reads from the daemon.
+      ASSERT_EQ(drop_pages_ ? ReadFileAndDropPages(mnt + "/" + rel) : ReadFile(mnt + "/" + rel),
                 ReadFile((backing.empty() ? backing_ : backing) + "/" + rel))
           << rel;
       if (pause_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
@@ -91,7 +92,41 @@ class PlanMountTest : public ::testing::Test {
 
   TempDir dir_;
   std::string backing_;
+  bool drop_pages_ = false;  // ReadEpoch drops each file's pages after reading it
 };
+
+// On a no-open mount the plan follows READs: a file's first READ moves the reader's cursor and
+// counts the hit, and the plan's hits at half capacity come close to an open mount's (a dataset
+// larger than memory: each file's pages are dropped after it is read).
+TEST_F(PlanMountTest, NoOpenMountFollowsThePlanOnReads) {
+  const std::string spec = "torch-distributed:seed=11,world=1";
+  const std::string half = std::to_string(kFiles * kFileBytes / 2);
+  drop_pages_ = true;
+  nlohmann::json open_status, no_open_status;
+  auto open = RunEpochs("open", {"--capacity", half, "--plan", spec}, spec, 3, false, &open_status);
+  auto no_open =
+      RunEpochs("no_open", {"--capacity", half, "--plan", spec, "--open-mode", "no-open"}, spec, 3,
+                false, &no_open_status);
+  ASSERT_EQ(open.size(), 3u);
+  ASSERT_EQ(no_open.size(), 3u);
+  uint64_t open_hits = 0, no_open_hits = 0;
+  for (int e = 0; e < 3; ++e) {
+    printf("epoch %d: open %llu hits %llu misses; no-open %llu hits %llu misses\n", e,
+           static_cast<unsigned long long>(open[e].first),
+           static_cast<unsigned long long>(open[e].second),
+           static_cast<unsigned long long>(no_open[e].first),
+           static_cast<unsigned long long>(no_open[e].second));
+    EXPECT_EQ(no_open[e].first + no_open[e].second, static_cast<uint64_t>(kFiles)) << e;
+    open_hits += open[e].first;
+    no_open_hits += no_open[e].first;
+  }
+  ASSERT_TRUE(no_open_status["plan"].is_object()) << no_open_status.dump();
+  EXPECT_FALSE(no_open_status["plan"]["dropped"].get<bool>());
+  EXPECT_EQ(no_open_status["plan"]["mismatches"], 0u);
+  EXPECT_EQ(no_open_status["plan"]["epoch"], 3u);
+  // Close to the open mount's hits over three epochs (timing moves both by a few percent).
+  EXPECT_GE(no_open_hits * 10, open_hits * 8);
+}
 
 TEST_F(PlanMountTest, HalfCapacityPlanGetsAtLeastLruHits) {
   const std::string spec = "torch-distributed:seed=11,world=1";

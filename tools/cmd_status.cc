@@ -82,6 +82,14 @@ void PrintHuman(const nlohmann::json& j) {
   printf("opens       %llu: %llu hits, %llu misses (hit ratio %.1f%%)\n",
          static_cast<unsigned long long>(u("opens")), static_cast<unsigned long long>(u("hits")),
          static_cast<unsigned long long>(u("misses")), 100.0 * j.value("hit_ratio", 0.0));
+  if (j.contains("open_mode") && j["open_mode"].value("mode", "open") == "no-open") {
+    const auto& m = j["open_mode"];
+    printf(
+        "open mode   no-open: an open is a file's first READ that reaches the daemon (the kernel's "
+        "page cache serves the rest unseen); %llu files kept open of %llu\n",
+        static_cast<unsigned long long>(m.value("kept_files", uint64_t{0})),
+        static_cast<unsigned long long>(m.value("kept_files_limit", uint64_t{0})));
+  }
   if (j.contains("list_ahead") && j["list_ahead"].is_object()) {
     const auto& l = j["list_ahead"];
     const uint64_t failed = l.value("failed_directories", uint64_t{0});

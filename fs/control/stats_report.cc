@@ -43,7 +43,7 @@ nlohmann::json CountersToJson(const FileIoCounters& c) {
 }
 
 void WriteStats(const FileSystem& fs, size_t top, bool per_file, ReplyWriter* out) {
-  std::vector<FileStatsRow> rows = fs.file_stats().Snapshot();
+  std::vector<FileStatsRow> rows = fs.FileStatsSnapshot();
   auto bytes = [](const FileStatsRow& r) {
     return r.by_source[0].bytes_read + r.by_source[1].bytes_read;
   };

@@ -107,6 +107,17 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"skipped", stager.skipped},
       {"bytes_per_second", uptime > 0 ? static_cast<double>(stager.bytes_staged) / uptime : 0.0}};
   j["read_requests"] = c.read_requests.Get();
+  j["open_requests"] = c.open_requests.Get();
+  j["flush_requests"] = c.flush_requests.Get();
+  j["release_requests"] = c.release_requests.Get();
+  const bool no_open = s.fs->config().no_open;
+  j["open_mode"] = {
+      {"mode", no_open ? "no-open" : "open"},
+      {"kept_files", no_open ? s.fs->kept_files() : 0},
+      {"kept_files_limit", no_open ? s.fs->kept_files_bound() : 0},
+      {"note", no_open ? "opens and reads the kernel's page cache serves are not seen: an open "
+                         "is a file's first READ (at offset 0) that reaches the daemon"
+                       : "every open reaches the daemon"}};
   j["lookups"] = c.lookups.Get();  // LOOKUP requests: names the kernel did not know yet
   j["passthrough_opens"] = c.passthrough_opens.Get();
   j["held_copy_opens"] = c.held_copy_opens.Get();

@@ -367,6 +367,7 @@ Status StartDaemon(Daemon* d) {
   stager_options.backing = d->backing;
   stager_options.threads = d->options.stage_threads;
   stager_options.bandwidth = d->options.stage_bandwidth;
+  stager_options.drop_pages = d->options.open_mode == OpenMode::kNoOpen;
   d->stager = std::make_unique<Stager>(stager_options, d->store.get(), env);
   d->device_probe =
       std::make_unique<CacheDeviceProbe>(d->store.get(), d->cache_dir->root() + "/FORMAT");
@@ -374,6 +375,8 @@ Status StartDaemon(Daemon* d) {
 
   FileSystemConfig fs_config{d->paths.backing, d->backing, d->options.revalidate,
                              d->options.read_through};
+  fs_config.no_open = d->options.open_mode == OpenMode::kNoOpen;
+  fs_config.kept_files = d->options.kept_files;
   d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
                                        d->stager.get(), env);
   d->fs->counters().stale_at_mount.Add(stale_at_mount);
@@ -483,6 +486,7 @@ Status StartDaemon(Daemon* d) {
   adapter_options.transport_state = &d->transport;
   adapter_options.uring_threads_per_queue = d->options.fuse_uring_threads;
   adapter_options.posix_acl = d->manifest->summary().acl_entries > 0;
+  adapter_options.no_open = d->options.open_mode == OpenMode::kNoOpen;
   if (adapter_options.posix_acl) {
     Log(LogLevel::kInfo, "%llu files and directories carry POSIX ACLs: the kernel enforces them",
         static_cast<unsigned long long>(d->manifest->summary().acl_entries));

@@ -37,7 +37,7 @@ std::string SettingOf(const std::string& k) {
       "scan_threads", "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
       "held_copies",  "list_ahead",      "sched",        "fuse_uring",    "log_file",
       "plan",         "layout",          "layout_root",  "plan_window",   "metrics_file",
-      "peer_key",     "request_threads"};
+      "peer_key",     "request_threads", "open_mode",    "kept_files"};
   if (k == "no_read_through") return "read_through";
   for (const char* setting : kSettings) {
     if (k == setting) return setting;
@@ -127,6 +127,17 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
       o->revalidate = Revalidate::kOpen;
     else
       return expected("never or open");
+  } else if (k == "open_mode") {
+    if (value == "open")
+      o->open_mode = OpenMode::kOpen;
+    else if (value == "no-open" || value == "no_open")
+      o->open_mode = OpenMode::kNoOpen;
+    else
+      return expected("open or no-open");
+  } else if (k == "kept_files") {
+    auto n = count(1, 1 << 20);
+    if (!n.ok()) return n.status();
+    o->kept_files = *n;
   } else if (k == "manifest") {
     if (value == "rescan")
       o->manifest = ManifestMode::kRescan;
@@ -259,6 +270,19 @@ Status ApplyMountOptionItems(const std::vector<std::string>& items, MountOptions
     }
     CLAIRFS_RETURN_IF_ERROR(ApplyMountOption(item, options));
   }
+  if (options->open_mode == OpenMode::kNoOpen) {
+    for (const char* passthrough_only : {"hold_ahead", "held_copies"}) {
+      if (given.count(passthrough_only) != 0) {
+        return Status::Invalid(OptionName(passthrough_only) +
+                               " shapes passthrough, which --open-mode no-open excludes (the "
+                               "kernel sends no OPEN whose reply would set it up)");
+      }
+    }
+  } else if (given.count("kept_files") != 0) {
+    return Status::Invalid(OptionName("kept_files") +
+                           " needs --open-mode no-open (it bounds the files kept open for READs "
+                           "that come without an OPEN)");
+  }
   if (options->plan.empty()) {
     // They only shape a plan: without one they would be ignored, so they are refused.
     for (const char* plan_only : {"layout", "layout_root", "plan_window"}) {
@@ -282,6 +306,16 @@ Status ValidateMountOptions(MountOptions* options) {
     if (!config.ok()) return config.status();
     config->window = o.plan_window;
     options->plan_config = std::move(*config);
+  }
+  if (o.open_mode == OpenMode::kNoOpen && o.passthrough == PassthroughMode::kOn) {
+    return Status::Invalid(
+        "--open-mode no-open excludes --passthrough on: passthrough is set up in the reply to an "
+        "OPEN, and a no-open mount gets none (use --passthrough auto or off)");
+  }
+  if (o.open_mode == OpenMode::kNoOpen && o.revalidate == Revalidate::kOpen) {
+    return Status::Invalid(
+        "--open-mode no-open excludes --revalidate open: it checks the backing file at each "
+        "open, and a no-open mount sees no opens (use --revalidate never, or --open-mode open)");
   }
   if (o.mountpoint.empty()) return Status::Invalid("missing MOUNTPOINT");
   if (o.cache_dir.empty()) {

@@ -6,7 +6,9 @@
 // ApplyMountOptionItems() applies everything one `clairfs mount` was given (flags as key=value
 // and -o items, in order) and is strict where one item alone cannot be: a clairfs setting given
 // twice (`--capacity 1G -o capacity=2G`, `--read-through --no-read-through`) is refused rather
-// than settled last-wins, and so are --layout, --layout-root and --plan-window without --plan.
+// than settled last-wins, and so are --layout, --layout-root and --plan-window without --plan,
+// --kept-files without --open-mode no-open, and --hold-ahead and --held-copies with it (they shape
+// passthrough, which no-open excludes).
 // Values are parsed strictly (planner/units.h): no signs, exponents or hex in sizes and counts.
 // Validate() checks values that do not depend on the filesystem (see daemon.h for the checks that
 // do). Errors are EINVAL and name the option as flag and -o key ("--min-free (-o min_free): ...").
@@ -30,6 +32,13 @@ namespace clairfs {
 
 enum class ManifestMode { kRescan, kReuse };
 
+// How files are opened (docs/NO-OPEN.md): kOpen, every open reaches the daemon (OPEN, RELEASE);
+// kNoOpen, none does and READs name the inode (fs/fuse/fuse_adapter.h).
+enum class OpenMode { kOpen, kNoOpen };
+
+// Default bound of the files a no-open mount keeps open between READs (fs/kept_files.h).
+inline constexpr uint64_t kDefaultKeptFiles = 1024;
+
 inline constexpr char kDefaultPeerKeyPath[] = "/etc/clairfs/peer.key";
 
 struct MountOptions {
@@ -41,6 +50,8 @@ struct MountOptions {
   bool foreground = false;
   bool read_through = true;
   Revalidate revalidate = Revalidate::kNever;
+  OpenMode open_mode = OpenMode::kOpen;
+  uint64_t kept_files = kDefaultKeptFiles;  // no-open mode: files kept open between READs
   ManifestMode manifest = ManifestMode::kRescan;
   double attr_timeout = 86400.0;  // seconds; entry and attribute timeouts
   int stage_threads = 4;

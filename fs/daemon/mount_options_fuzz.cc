@@ -110,6 +110,8 @@ std::vector<std::string> WriteOut(const MountOptions& o) {
   add(!o.read_through, "no_read_through");
   add(o.revalidate != d.revalidate, "revalidate=open");
   add(o.manifest != d.manifest, "manifest=reuse");
+  add(o.open_mode != d.open_mode, "open_mode=no-open");
+  add(o.kept_files != d.kept_files, "kept_files=" + std::to_string(o.kept_files));
   add(o.attr_timeout != d.attr_timeout, "attr_timeout=" + Seconds(o.attr_timeout));
   add(o.stage_threads != d.stage_threads, "stage_threads=" + std::to_string(o.stage_threads));
   add(o.request_threads != d.request_threads,

@@ -134,6 +134,42 @@ TEST(MountOptions, PlanOnlySettingsNeedAPlan) {
   EXPECT_NE(st.message().find("--layout"), std::string::npos) << st.message();
 }
 
+// --open-mode no-open: what it excludes is refused with the reason, and --kept-files needs it.
+TEST(MountOptions, NoOpenModeAndWhatItExcludes) {
+  MountOptions o;
+  EXPECT_EQ(o.open_mode, OpenMode::kOpen);
+  EXPECT_EQ(o.kept_files, kDefaultKeptFiles);
+  ASSERT_TRUE(Apply({"open_mode=no-open", "kept_files=64"}, &o).ok());
+  EXPECT_EQ(o.open_mode, OpenMode::kNoOpen);
+  EXPECT_EQ(o.kept_files, 64u);
+  EXPECT_FALSE(Apply({"open_mode=noopen"}).ok());
+  EXPECT_FALSE(Apply({"open_mode=no-open", "kept_files=0"}).ok());
+  Status st = Apply({"kept_files=64"});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("needs --open-mode no-open"), std::string::npos) << st.message();
+  for (const char* item : {"hold_ahead=on", "held_copies=0"}) {
+    st = Apply({"open_mode=no-open", item});
+    ASSERT_FALSE(st.ok()) << item;
+    EXPECT_NE(st.message().find("excludes"), std::string::npos) << st.message();
+  }
+  for (const char* item : {"passthrough=on", "revalidate=open"}) {
+    MountOptions v;
+    v.backing = "/b";
+    v.mountpoint = "/m";
+    v.cache_dir = "/c";
+    ASSERT_TRUE(Apply({"open_mode=no-open", item}, &v).ok()) << item;
+    st = ValidateMountOptions(&v);
+    ASSERT_FALSE(st.ok()) << item;
+    EXPECT_NE(st.message().find("--open-mode no-open excludes"), std::string::npos) << st.message();
+  }
+  MountOptions v;
+  v.backing = "/b";
+  v.mountpoint = "/m";
+  v.cache_dir = "/c";
+  ASSERT_TRUE(Apply({"open_mode=no-open", "passthrough=auto", "revalidate=never"}, &v).ok());
+  EXPECT_TRUE(ValidateMountOptions(&v).ok());
+}
+
 TEST(FuseUringOption, ModeAndMountOption) {
   EXPECT_EQ(*ParseFuseUringMode("auto"), FuseUringMode::kAuto);
   EXPECT_EQ(*ParseFuseUringMode("on"), FuseUringMode::kOn);

@@ -208,6 +208,13 @@ class FuseRequestCaller final : public RequestCaller {
 void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   FuseAdapter* adapter = AdapterOf(req);
   FileSystem* fs = adapter->fs();
+  fs->counters().open_requests.Add(1);
+  if (adapter->options().no_open) {
+    // The kernel opens this file, and every later one, without the daemon (see the header).
+    // A writing open never gets here: the mount is read-only (ro), so the VFS refuses it.
+    fuse_reply_err(req, ENOSYS);
+    return;
+  }
   KernelPassthrough* passthrough = adapter->passthrough();
   const FuseRequestCaller caller(req);
   // Passthrough registers the copy's fd at once; otherwise it is opened at the first READ.
@@ -249,35 +256,54 @@ void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   }
 }
 
-void OnRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file_info* fi) {
-  auto* file = reinterpret_cast<OpenFile*>(fi->fh);
+void OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi) {
   FuseAdapter* adapter = AdapterOf(req);
-  adapter->fs()->counters().read_requests.Add(1);
+  FileSystem* fs = adapter->fs();
+  fs->counters().read_requests.Add(1);
+  // A no-open mount's READ carries no handle: it holds a kept file while it reads.
+  std::shared_ptr<OpenFile> kept;
+  if (adapter->options().no_open) {
+    auto found = fs->FileForRead(ino, static_cast<uint64_t>(off));
+    if (!found.ok()) return ReplyError(req, found.status(), "read");
+    kept = std::move(*found);
+  }
+  OpenFile* file = kept != nullptr ? kept.get() : reinterpret_cast<OpenFile*>(fi->fh);
   if (adapter->options().read_mode == ReadMode::kSplice) {
     // Let libfuse splice from the fd into /dev/fuse (no copy through user space).
-    FileSystem* fs = adapter->fs();
     auto fd = fs->DataFd(*file);
     if (!fd.ok()) return ReplyError(req, Status::Error(EIO, fd.status().message()), "read");
     uint64_t avail = off < static_cast<off_t>(file->size) ? file->size - off : 0;
-    fs->NoteRead(*file, static_cast<uint64_t>(off), std::min<uint64_t>(size, avail), fs->Elapsed());
+    const uint64_t bytes = std::min<uint64_t>(size, avail);
+    fs->NoteRead(*file, static_cast<uint64_t>(off), bytes, fs->Elapsed());
     struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
     buf.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
     buf.buf[0].fd = *fd;
     buf.buf[0].pos = off;
     fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+    if (file->drop_pages) FileSystem::DropPages(*file, *fd, static_cast<uint64_t>(off), bytes);
     return;
   }
   // One buffer per worker thread, grown to the largest request seen (at most max_read).
   thread_local std::vector<char> buffer;
   if (buffer.size() < size) buffer.resize(size);
-  auto n = adapter->fs()->Read(*file, buffer.data(), size, off);
+  auto n = fs->Read(*file, buffer.data(), size, off);
   if (!n.ok()) return ReplyError(req, n.status(), "read");
   fuse_reply_buf(req, buffer.data(), *n);
 }
 
+// Only a no-open mount gets FLUSH (its opens carry no noflush): ENOSYS stops them for good.
+void OnFlush(fuse_req_t req, fuse_ino_t, struct fuse_file_info*) {
+  FsOf(req)->counters().flush_requests.Add(1);
+  fuse_reply_err(req, ENOSYS);
+}
+
 void OnRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
-  FsOf(req)->Release(std::unique_ptr<OpenFile>(reinterpret_cast<OpenFile*>(fi->fh)));
-  if (KernelPassthrough* passthrough = AdapterOf(req)->passthrough()) passthrough->EndOpen(ino);
+  FsOf(req)->counters().release_requests.Add(1);
+  // fh 0: an open the kernel made without the daemon (no-open mode); nothing to release.
+  if (fi->fh != 0) {
+    FsOf(req)->Release(std::unique_ptr<OpenFile>(reinterpret_cast<OpenFile*>(fi->fh)));
+    if (KernelPassthrough* passthrough = AdapterOf(req)->passthrough()) passthrough->EndOpen(ino);
+  }
   fuse_reply_err(req, 0);
 }
 
@@ -379,6 +405,7 @@ struct fuse_lowlevel_ops MakeOps() {
   ops.open = OnOpen;
   ops.read = OnRead;
   ops.release = OnRelease;
+  ops.flush = OnFlush;
   ops.statfs = OnStatfs;
   ops.getxattr = OnGetxattr;
   ops.listxattr = OnListxattr;
@@ -456,6 +483,10 @@ Status FuseAdapter::SetUpHooks() {
   const int fuse_fd = fuse_session_fd(session_);
   if (options_.passthrough == PassthroughMode::kOff) {
     pt_state->Set(false, "disabled (--passthrough off)");
+  } else if (options_.no_open) {
+    pt_state->Set(false,
+                  "--open-mode no-open: the kernel sends no OPEN whose reply would set it up");
+    if (pt_required) return Status::Invalid("--passthrough on: " + pt_state->reason());
   } else if (!HaveCapSysAdmin()) {
     pt_state->Set(false, "the daemon lacks CAP_SYS_ADMIN, which the kernel requires");
     if (pt_required) return Status::Error(EPERM, "--passthrough on: " + pt_state->reason());

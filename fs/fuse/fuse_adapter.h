@@ -6,6 +6,11 @@
 // forget only acknowledges. Kernel caching: long entry/attr timeouts, keep_cache on opens of
 // unchanged files, cache_readdir, readdirplus, no FLUSH round trip (noflush).
 //
+// No-open mode (options.no_open, docs/NO-OPEN.md): OPEN and FLUSH are answered ENOSYS, which the
+// kernel takes as "no open support" for the whole connection: it sends no OPEN, FLUSH or RELEASE
+// from then on, keeps every file's pages (keep_cache) and sends READs with no handle (fh 0),
+// which FileSystem::FileForRead serves by inode. Excludes passthrough (set up in OPEN replies).
+//
 // Lifetime: Create() makes the session; Mount() attaches it; Loop() serves until the filesystem
 // is unmounted or Exit() is called (from a signal handler or another thread); the destructor
 // unmounts if still mounted. InvalidateInode may be called from any thread while Loop() runs.
@@ -53,6 +58,8 @@ struct FuseAdapterOptions {
   // The dataset has entries with POSIX access ACLs: ask the kernel to enforce them
   // (FUSE_CAP_POSIX_ACL; the ACLs are served from the manifest); Mount fails if it cannot.
   bool posix_acl = false;
+  // No-open mode (see the top); `passthrough` must be kOff with it.
+  bool no_open = false;
 };
 
 class FuseAdapter final : public KernelNotifier {

@@ -88,6 +88,16 @@ bool PlanTracker::MatchLocked(uint32_t file) {
       const uint32_t slot = uses->slots[i];
       const uint64_t p = slot / uses->ranks;
       RankState& rank = ranks_[slot % uses->ranks];
+      if (rank.epoch + 1 == uses->epoch && which == 1) {
+        // A rank within a window of its epoch's end may go on to the next epoch's first window:
+        // a reader whose last files of an epoch never reach the daemon (served from the kernel's
+        // page cache on a no-open mount, which also leaves the cursor up to 3/4 of a window
+        // behind its last match) still moves on. The rest of its epoch is given up.
+        const uint64_t left = rank.consumed[rank.epoch & 1].size() - rank.cursor;
+        if (left >= config_.window || p >= config_.window) continue;
+        rank.cursor = rank.consumed[rank.epoch & 1].size();
+        MoveFinishedRanksLocked();
+      }
       if (rank.epoch != uses->epoch || p < rank.cursor || p >= rank.cursor + config_.window) {
         continue;
       }

@@ -72,6 +72,39 @@ TEST(PlanTrackerTest, ReorderedOpensWithinTheWindowAdvanceTheCursor) {
   EXPECT_FALSE(status["dropped"].get<bool>());
 }
 
+// On a no-open mount the files the kernel's page cache serves never reach the daemon: a reader
+// whose last files of an epoch go unseen still moves into the next epoch, and the plan holds.
+TEST(PlanTrackerTest, UnseenFilesAtAnEpochsEndDoNotStrandTheCursor) {
+  TempDir dir;
+  MakeDataset(dir, 200);
+  const std::string spec = "torch-distributed:seed=3,world=1";
+  auto t = MakeTracker(dir, spec, 16);
+  auto e0 = PlannedPaths(t.get(), spec, 0, 0);
+  auto e1 = PlannedPaths(t.get(), spec, 1, 0);
+  // Epoch 0 with every third file unseen, and its last 5 files unseen.
+  for (size_t i = 0; i + 5 < e0.size(); ++i) {
+    if (i % 3 != 2) {
+      EXPECT_TRUE(t->OnOpen(e0[i])) << i;
+    }
+  }
+  EXPECT_EQ(t->Cursor(0).first, 0u);
+  // The next epoch's first files: within the window that runs on past the epoch's end.
+  for (size_t i = 0; i < 40; ++i) {
+    if (i % 3 != 2) {
+      EXPECT_TRUE(t->OnOpen(e1[i])) << i;
+    }
+  }
+  EXPECT_EQ(t->Cursor(0).first, 1u);
+  EXPECT_GE(t->Cursor(0).second, 39u - 16 * 3 / 4);  // lags at most 3/4 of a window
+  auto status = t->StatusJson();
+  EXPECT_FALSE(status["dropped"].get<bool>());
+  // A file of the next epoch beyond the window is not taken as the epoch's start.
+  auto fresh = MakeTracker(dir, spec, 16);
+  for (size_t i = 0; i + 40 < e0.size(); ++i) EXPECT_TRUE(fresh->OnOpen(e0[i]));
+  (void)fresh->OnOpen(e1[0]);
+  EXPECT_EQ(fresh->Cursor(0).first, 0u);
+}
+
 TEST(PlanTrackerTest, UnplannedOpensDoNotDisturbTheCursor) {
   TempDir dir;
   MakeDataset(dir, 100);
