@@ -381,15 +381,11 @@ Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t of
     return Status::Error(EIO, fd.status().message());
   }
   const double start = Elapsed();
-  int read_fd = *fd;
-  auto n = env_->Pread(read_fd, buf, size, offset);
+  auto n = env_->Pread(*fd, buf, size, offset);
   if (!n.ok() && file.from_cache && !file.copy_failed.load(std::memory_order_acquire)) {
     NoteCopyReadError(file.path, n.status());
     auto backing_fd = SwitchToBacking(file, *fd);
-    if (backing_fd.ok()) {
-      read_fd = *backing_fd;
-      n = env_->Pread(read_fd, buf, size, offset);
-    }
+    if (backing_fd.ok()) n = env_->Pread(*backing_fd, buf, size, offset);
   }
   if (!n.ok()) {
     if (!file.from_cache) counters_.backing_errors.Add(1);
@@ -398,15 +394,20 @@ Result<size_t> FileSystem::Read(OpenFile& file, char* buf, size_t size, off_t of
     return Status::Error(EIO, n.status().message());
   }
   NoteRead(file, static_cast<uint64_t>(offset), *n, start);
-  if (file.drop_pages) DropPages(file, read_fd, static_cast<uint64_t>(offset), *n);
   return *n;
 }
 
-void FileSystem::DropPages(const OpenFile& file, int fd, uint64_t offset, uint64_t bytes) {
-  if (bytes == 0) return;
-  // Through the end of the file once a read reaches it, so that the last, partial page goes too.
-  const uint64_t len = offset + bytes >= file.size ? 0 : bytes;
-  (void)posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
+void FileSystem::DropPages(const OpenFile& file, uint64_t offset, uint64_t bytes) {
+  const int fd = file.fd.load(std::memory_order_acquire);
+  if (bytes == 0 || fd < 0) return;
+  // The kernel drops only whole folios, and readahead makes them up to 2 MiB (PMD size) on
+  // filesystems with large folios (ext4, xfs): the range starts that far back, so a folio goes
+  // with the read that covers its end. Through the end of the file once a read reaches it, so
+  // the last, partial page goes too.
+  constexpr uint64_t kLargestFolio = 2 << 20;
+  const uint64_t from = offset > kLargestFolio ? offset - kLargestFolio : 0;
+  const uint64_t len = offset + bytes >= file.size ? 0 : offset + bytes - from;
+  (void)posix_fadvise(fd, static_cast<off_t>(from), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
 }
 
 void FileSystem::NoteCopyReadError(const std::string& path, const Status& error) {

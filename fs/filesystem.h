@@ -161,9 +161,10 @@ class FileSystem {
   // Counts a read served without Read() (the adapter's splice path): `bytes` at `offset`,
   // started at `start` (Elapsed()).
   void NoteRead(OpenFile& file, uint64_t offset, uint64_t bytes, double start);
-  // Drops the pages of `bytes` at `offset` of `fd`, `file`'s source, from the page cache (a
-  // no-open mount's reads: the FUSE file's pages hold them now). Read does it itself.
-  static void DropPages(const OpenFile& file, int fd, uint64_t offset, uint64_t bytes);
+  // Drops the pages of `bytes` at `offset` of `file`'s source from the page cache: the bytes a
+  // no-open mount's READ sent (file.drop_pages), which the FUSE file's pages hold now. Called
+  // after the reply: it costs tens of microseconds the reader need not wait for.
+  static void DropPages(const OpenFile& file, uint64_t offset, uint64_t bytes);
   // Counts an open served by kernel passthrough: the daemon will see no READ, so the whole file
   // is counted as one (estimated) read from the cache, in the totals and the per-file stats.
   void NotePassthroughOpen(OpenFile& file);

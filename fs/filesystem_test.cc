@@ -4,6 +4,7 @@
 #include "fs/filesystem.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,9 +117,32 @@ class FileSystemTest : public ::testing::Test {
       auto n = fs_->Read(**file, buf.data(), buf.size(), static_cast<off_t>(out.size()));
       EXPECT_TRUE(n.ok()) << n.status().message();
       if (!n.ok() || *n == 0) break;
+      // As the adapter does after its reply.
+      if ((*file)->drop_pages) FileSystem::DropPages(**file, out.size(), *n);
       out.append(buf.data(), *n);
     }
     return out;
+  }
+
+  // Pages of `path` in the page cache (mincore over an mmap of it).
+  static size_t ResidentPages(const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) return 0;
+    struct stat st;
+    size_t resident = 0;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+      const size_t len = static_cast<size_t>(st.st_size);
+      void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+      if (p != MAP_FAILED) {
+        std::vector<unsigned char> vec((len + 4095) / 4096);
+        if (mincore(p, len, vec.data()) == 0) {
+          for (unsigned char v : vec) resident += v & 1;
+        }
+        munmap(p, len);
+      }
+    }
+    close(fd);
+    return resident;
   }
 
   bool no_open_ = false;
@@ -198,6 +222,8 @@ TEST_F(FileSystemTest, NoOpenReadsByInodeCountTheFirstReadAsTheOpen) {
   ASSERT_TRUE(first.ok());
   EXPECT_TRUE((*first)->from_cache);
   EXPECT_TRUE((*first)->drop_pages);  // the FUSE file's pages are the cache
+  // The read of the copy left none of its pages cached (the copy was read whole just before).
+  EXPECT_EQ(ResidentPages((*first)->data_path), 0u);
   EXPECT_EQ(counters.opens.Get(), 3u);
   EXPECT_EQ(counters.hits.Get(), 2u);
   auto again = fs_->FileForRead(Ino("train/dog/c.jpg"), 0);

@@ -280,7 +280,7 @@ void OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     buf.buf[0].fd = *fd;
     buf.buf[0].pos = off;
     fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
-    if (file->drop_pages) FileSystem::DropPages(*file, *fd, static_cast<uint64_t>(off), bytes);
+    if (file->drop_pages) FileSystem::DropPages(*file, static_cast<uint64_t>(off), bytes);
     return;
   }
   // One buffer per worker thread, grown to the largest request seen (at most max_read).
@@ -289,6 +289,7 @@ void OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
   auto n = fs->Read(*file, buffer.data(), size, off);
   if (!n.ok()) return ReplyError(req, n.status(), "read");
   fuse_reply_buf(req, buffer.data(), *n);
+  if (file->drop_pages) FileSystem::DropPages(*file, static_cast<uint64_t>(off), *n);
 }
 
 // Only a no-open mount gets FLUSH (its opens carry no noflush): ENOSYS stops them for good.

@@ -80,7 +80,7 @@ void PrintPassthroughTable(const nlohmann::json& r) {
       "(mount's = Cached+ minus copies+; idle window: how much Cached moved with no read, for as "
       "long as a read takes, just before each read)\n");
 
-  printf("\ntargets (issue #7)\n");
+  printf("\ntargets (issue #7; no-open: issue 21)\n");
   for (const auto& m : r["modes"]) {
     for (const auto& t : m["targets"]) {
       printf("%-15s %-56s %-10s %8.4f  %s\n", Label(m).c_str(), std::string(t["what"]).c_str(),
