@@ -59,11 +59,11 @@ const char* MetText(const nlohmann::json& target) { return target["met"] ? "met"
 
 nlohmann::json EpochTargets(const nlohmann::json& result) {
   const bool work = result.value("work_ms", 0.0) > 0;
-  nlohmann::json t = {{"plan_vs_min_50", nullptr},
-                      {"lru_over_plan_50", nullptr},
-                      {"plan_backing_from_epoch2", nullptr},
-                      {"pfs_over_plan_150", nullptr},
-                      {"plan_over_local_150", nullptr}};
+  nlohmann::json t = {
+      {"plan_vs_min_50", nullptr},           {"lru_over_plan_50", nullptr},
+      {"plan_backing_from_epoch2", nullptr}, {"pfs_over_plan_150", nullptr},
+      {"plan_over_local_150", nullptr},      {"no_open_kept_over_local_150", nullptr},
+      {"no_open_vs_plan_50", nullptr}};
   const nlohmann::json* plan50 = FindConfig(result, "plan", 50);
   const nlohmann::json* lru50 = FindConfig(result, "lru", 50);
   const nlohmann::json* plan150 = FindConfig(result, "plan", 150);
@@ -115,6 +115,35 @@ nlohmann::json EpochTargets(const nlohmann::json& result) {
                               {"target", 5.0},
                               {"met", ratio >= 5.0}};
   }
+  // Issue 21: a no-open mount kept for every epoch at 150%, beside the same remounted each epoch;
+  // and the plan's hit ratio at 50% on a no-open mount against an open one.
+  const nlohmann::json* kept150 = FindConfig(result, "plan-no-open-kept", 150);
+  const nlohmann::json* no_open150 = FindConfig(result, "plan-no-open", 150);
+  if (kept150 != nullptr && local != nullptr) {
+    const double ratio = Ratio(Steady(*kept150), Steady(*local));
+    t["no_open_kept_over_local_150"] = {
+        {"kept_seconds", Steady(*kept150)},
+        {"remounted_seconds",
+         no_open150 != nullptr ? nlohmann::json(Steady(*no_open150)) : nlohmann::json()},
+        {"local_seconds", Steady(*local)},
+        {"ratio", ratio},
+        {"remounted_ratio", no_open150 != nullptr
+                                ? nlohmann::json(Ratio(Steady(*no_open150), Steady(*local)))
+                                : nlohmann::json()},
+        {"target", 1.3},
+        {"met", ratio <= 1.3}};
+  }
+  if (const nlohmann::json* no_open50 = FindConfig(result, "plan-no-open", 50);
+      no_open50 != nullptr && plan50 != nullptr) {
+    const double no_open_ratio = PooledRatios(*no_open50, 0).hit_ratio;
+    const double open_ratio = PooledRatios(*plan50, 0).hit_ratio;
+    const double points = 100 * (no_open_ratio - open_ratio);
+    t["no_open_vs_plan_50"] = {{"no_open_hit_ratio", no_open_ratio},
+                               {"open_hit_ratio", open_ratio},
+                               {"points", points},
+                               {"target_points", 2.0},
+                               {"met", points >= -2.0 && points <= 2.0}};
+  }
   if (plan150 != nullptr && local != nullptr) {
     const double ratio = Ratio(Steady(*plan150), Steady(*local));
     const double target = work ? 1.1 : 2.0;
@@ -157,7 +186,7 @@ nlohmann::json EpochInvariants(const nlohmann::json& result) {
   }
   add("every clairfs configuration stayed within its capacity", over_capacity.empty(),
       over_capacity);
-  for (const char* policy : {"lru", "plan", "heat"}) {
+  for (const char* policy : {"lru", "plan", "heat", "plan-no-open", "plan-no-open-kept"}) {
     const nlohmann::json* c = FindConfig(result, policy, 150);
     if (c == nullptr) continue;
     std::string detail;
@@ -184,7 +213,7 @@ nlohmann::json EpochInvariants(const nlohmann::json& result) {
       const uint64_t hits = c["hits"], min_hits = c["belady_hits"];
       add(std::string(c["name"]) + ": hits <= MIN hits", hits <= min_hits,
           std::to_string(hits) + " vs " + std::to_string(min_hits));
-    } else if (policy == "plan") {
+    } else if (policy == "plan" || policy.rfind("plan-no-open", 0) == 0) {
       std::string dropped;
       for (const auto& e : c["epochs"]) {
         if (e["plan"].value("dropped", false) && dropped.empty()) {
@@ -234,12 +263,12 @@ void PrintEpochTable(const nlohmann::json& r) {
       static_cast<int>(r["epochs"]), static_cast<int>(r["threads"]),
       static_cast<double>(r["work_ms"]), std::string(r["open_latency_ms"]).c_str(),
       std::string(r["bandwidth_mbps"]).c_str());
-  printf("%-18s %9s %9s %8s %8s %8s %8s %11s %11s\n", "configuration", "epoch 1", "steady",
+  printf("%-30s %9s %9s %8s %8s %8s %8s %11s %11s\n", "configuration", "epoch 1", "steady",
          "hit all", "MIN all", "hit st.", "MIN st.", "backing 1", "backing st.");
   for (const auto& c : r["configs"]) {
     const std::string name = c["name"];
     if (!c["implemented"]) {
-      printf("%-18s absent (not implemented yet)\n", name.c_str());
+      printf("%-30s absent (not implemented yet)\n", name.c_str());
       continue;
     }
     const auto& epochs = c["epochs"];
@@ -255,16 +284,17 @@ void PrintEpochTable(const nlohmann::json& r) {
       snprintf(hit_steady, sizeof(hit_steady), "%.3f", steady.hit_ratio);
       snprintf(min_steady, sizeof(min_steady), "%.3f", steady.min_hit_ratio);
     }
-    printf("%-18s %8.2fs %8.2fs %8s %8s %8s %8s %11s %11s\n", name.c_str(),
+    printf("%-30s %8.2fs %8.2fs %8s %8s %8s %8s %11s %11s\n", name.c_str(),
            static_cast<double>(epochs[0]["seconds"]), Steady(c), hit_all, min_all, hit_steady,
            min_steady, FormatBytes(epochs[0]["backing_bytes"]).c_str(),
            FormatBytes(static_cast<uint64_t>(Median(steady_backing))).c_str());
   }
   printf(
       "(steady = epochs >= 2: median time, pooled hit ratios, median backing bytes; hit ratios "
-      "count opens reaching the daemon; MIN = demand-MIN (Belady) on the trace of opens recorded "
-      "in that run, same capacity; backing = bytes read from the emulated PFS by readers plus "
-      "staging)\n");
+      "count opens reaching the daemon (no-open: first READs); MIN = demand-MIN (Belady) on the "
+      "trace of opens recorded in that run, same capacity; backing = bytes read from the "
+      "emulated PFS by readers plus staging; plan-no-open: --open-mode no-open, remounted each "
+      "epoch; -kept: one mount, the kernel's pages kept between epochs)\n");
   bool prolog_header = false;
   for (const auto& c : r["configs"]) {
     if (!c.contains("prolog")) continue;
@@ -322,6 +352,26 @@ void PrintEpochTable(const nlohmann::json& r) {
         "%gx): %s\n",
         Seconds(x["plan_seconds"]).c_str(), Seconds(x["local_seconds"]).c_str(),
         x["ratio"].get<double>(), x["target"].get<double>(), MetText(x));
+  }
+  if (const auto& x = t["no_open_kept_over_local_150"]; !x.is_null()) {
+    std::string remounted = "-";
+    if (!x["remounted_ratio"].is_null()) {
+      char buf[64];
+      snprintf(buf, sizeof(buf), "%.2fx", x["remounted_ratio"].get<double>());
+      remounted = buf;
+    }
+    printf(
+        "  epoch time no-open (kept mounted) / local disk, 150%% cache, steady: %s / %s = %.2fx "
+        "(target <= %gx; remounted each epoch: %s): %s\n",
+        Seconds(x["kept_seconds"]).c_str(), Seconds(x["local_seconds"]).c_str(),
+        x["ratio"].get<double>(), x["target"].get<double>(), remounted.c_str(), MetText(x));
+  }
+  if (const auto& x = t["no_open_vs_plan_50"]; !x.is_null()) {
+    printf(
+        "  plan hit ratio at 50%%, no-open vs open mount: %.3f vs %.3f = %+.1f points (target "
+        "within %g): %s\n",
+        x["no_open_hit_ratio"].get<double>(), x["open_hit_ratio"].get<double>(),
+        x["points"].get<double>(), x["target_points"].get<double>(), MetText(x));
   }
   if (r.contains("invariants")) {
     printf("invariants (--quick):\n");
@@ -400,9 +450,11 @@ Status WriteEpochChart(const nlohmann::json& result, const std::string& png) {
         while (k < percents.size() && percents[k] != percent) ++k;
         if (k == percents.size()) percents.push_back(percent);
         style = std::string("lc rgb '") + kColours[k % std::size(kColours)] + "' dt " +
-                (policy == "lru"    ? "2"
-                 : policy == "heat" ? "4"
-                                    : "1");
+                (policy == "lru"                 ? "2"
+                 : policy == "heat"              ? "4"
+                 : policy == "plan-no-open"      ? "5"
+                 : policy == "plan-no-open-kept" ? "6"
+                                                 : "1");
       }
       gp << (i ? ", \\\n     " : "") << "'" << dat << "' using 1:" << i + 2 << " with linespoints "
          << style << " title columnheader(" << i + 2 << ")";

@@ -23,6 +23,11 @@
 // `clairfs darshan import MNT DIR` and runs `clairfs stage MNT --hot --fit --wait` (a prolog:
 // timed and reported on its own, not in epoch 1), then reads the same epochs on mounts without a
 // plan, which evict by the imported heat.
+// The no-open rows (--no-open-capacities, docs/NO-OPEN.md) mount with the plan and
+// --open-mode no-open: "plan-no-open" remounts between epochs as the rows above (each epoch
+// starts without the kernel's pages of the files, every file's first READ reaches the daemon),
+// "plan-no-open-kept" stays mounted for every epoch (the kernel's pages are kept between epochs,
+// as on a node whose memory holds the dataset: what the daemon does not see is not counted).
 // Counters (hits, misses, bytes from the backing store, bytes staged, and the part staged after
 // the readers finished, untimed) are per epoch. Demand-MIN runs on the recorded opens of the same
 // run, all epochs in sequence.
@@ -35,6 +40,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -77,6 +83,7 @@ struct EpochArgs {
   uint64_t seed = 42;
   double work_ms = 0;
   std::string capacities = "25,50,100,150";
+  std::string no_open_capacities = "50,150";  // the no-open rows' cache sizes ("none": no rows)
   std::string open_latency = "2";
   std::string bandwidth = "200";
   std::string plan_window;    // passed to plan mounts when set
@@ -244,7 +251,8 @@ std::string MountPlanSpec(const EpochArgs& a, size_t start_epoch) {
          ",epochs=" + std::to_string(a.epochs) + ",start_epoch=" + std::to_string(start_epoch);
 }
 
-enum class Policy { kLru, kPlan, kHeat };
+// The rows: an eviction policy, and for the plan also the mount's open mode (see the top).
+enum class Policy { kLru, kPlan, kHeat, kPlanNoOpen, kPlanNoOpenKept };
 
 const char* PolicyName(Policy policy) {
   switch (policy) {
@@ -254,6 +262,10 @@ const char* PolicyName(Policy policy) {
       return "plan";
     case Policy::kHeat:
       return "heat";
+    case Policy::kPlanNoOpen:
+      return "plan-no-open";
+    case Policy::kPlanNoOpenKept:
+      return "plan-no-open-kept";
   }
   return "?";
 }
@@ -296,7 +308,9 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
                                   const std::string& cache, int percent, Policy policy,
                                   const std::string& log_dir) {
   const uint64_t capacity = in.dataset_blocks * static_cast<uint64_t>(percent) / 100;
-  const bool plan = policy == Policy::kPlan;
+  const bool kept = policy == Policy::kPlanNoOpenKept;
+  const bool no_open = kept || policy == Policy::kPlanNoOpen;
+  const bool plan = policy == Policy::kPlan || no_open;
   const std::string policy_name = PolicyName(policy);
   nlohmann::json config = {{"name", "clairfs-" + policy_name + "-" + std::to_string(percent) + "%"},
                            {"policy", policy_name},
@@ -312,7 +326,9 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
     if (plan) flags.insert(flags.end(), {"--plan", MountPlanSpec(a, e)});
     if (plan && !a.plan_window.empty()) flags.insert(flags.end(), {"--plan-window", a.plan_window});
     if (!a.stage_threads.empty()) flags.insert(flags.end(), {"--stage-threads", a.stage_threads});
-    CLAIRFS_RETURN_IF_ERROR(stack->MountClairfs(in.pfs, in.mnt, flags));
+    if (no_open) flags.insert(flags.end(), {"--open-mode", "no-open"});
+    // The kept row's one mount serves every epoch, its plan from epoch 1 on.
+    if (!kept || e == 0) CLAIRFS_RETURN_IF_ERROR(stack->MountClairfs(in.pfs, in.mnt, flags));
     if (policy == Policy::kHeat && e == 0) {
       auto prolog = HeatProlog(stack->self(), in.mnt, log_dir);
       if (!prolog.ok()) return prolog.status().WithContext("heat prolog");
@@ -333,7 +349,7 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
       CLAIRFS_RETURN_IF_ERROR(
           RunClairfsCommand(stack->self(), {"stats", in.mnt, "--darshan", log}));
     }
-    CLAIRFS_RETURN_IF_ERROR(stack->Pop());
+    if (!kept || e + 1 == in.epochs.size()) CLAIRFS_RETURN_IF_ERROR(stack->Pop());
     auto delta = [&](const nlohmann::json& to, const nlohmann::json& from, const char* key) {
       return to.value(key, uint64_t{0}) - from.value(key, uint64_t{0});
     };
@@ -400,6 +416,12 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
   if (a.rank >= a.world) return Status::Invalid("--rank must be below --world");
   auto capacities = ParseIntList(a.capacities, "--capacities");
   if (!capacities.ok()) return capacities.status();
+  std::vector<int> no_open_capacities;
+  if (a.no_open_capacities != "none") {
+    auto parsed = ParseIntList(a.no_open_capacities, "--no-open-capacities");
+    if (!parsed.ok()) return parsed.status();
+    no_open_capacities = *parsed;
+  }
   auto self = SelfExecutable();
   if (!self.ok()) return self.status();
   BenchWorkDir work;
@@ -441,15 +463,23 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
   // after LRU: it imports the LRU run's logs); the table lists all LRU rows, then all plan rows,
   // then all heat rows.
   std::map<Policy, std::vector<nlohmann::json>> rows;
+  const std::vector<Policy> kRowOrder = {Policy::kLru, Policy::kPlan, Policy::kHeat,
+                                         Policy::kPlanNoOpen, Policy::kPlanNoOpenKept};
   for (int percent : *capacities) {
     auto logs = work.Subdir("darshan-lru-" + std::to_string(percent));
     if (!logs.ok()) return logs.status();
-    for (Policy policy : {Policy::kLru, Policy::kPlan, Policy::kHeat}) {
+    std::vector<Policy> policies = {Policy::kLru, Policy::kPlan, Policy::kHeat};
+    if (std::find(no_open_capacities.begin(), no_open_capacities.end(), percent) !=
+        no_open_capacities.end()) {
+      policies.insert(policies.end(), {Policy::kPlanNoOpen, Policy::kPlanNoOpenKept});
+    }
+    for (Policy policy : policies) {
       const std::string name = std::string(PolicyName(policy)) + "-" + std::to_string(percent);
       auto cache = work.Subdir("cache-" + name);
       if (!cache.ok()) return cache.status();
-      auto run = RunClairfs(a, in, &stack, *cache, percent, policy,
-                            policy == Policy::kPlan ? std::string() : *logs);
+      const bool writes_or_reads_logs = policy == Policy::kLru || policy == Policy::kHeat;
+      auto run =
+          RunClairfs(a, in, &stack, *cache, percent, policy, writes_or_reads_logs ? *logs : "");
       if (!run.ok()) return run.status().WithContext(name);
       rows[policy].push_back(*run);
       if (!a.keep && a.dir.empty()) {  // used once: free its space for the next configuration
@@ -459,7 +489,7 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
       }
     }
   }
-  for (Policy policy : {Policy::kLru, Policy::kPlan, Policy::kHeat}) {
+  for (Policy policy : kRowOrder) {
     for (auto& row : rows[policy]) configs.push_back(std::move(row));
   }
   CLAIRFS_RETURN_IF_ERROR(stack.PopAll());
@@ -513,6 +543,9 @@ void RegisterBenchEpoch(CLI::App& bench) {
       ->check(CLI::Range(0.0, 10000.0));
   cmd->add_option("--capacities", args->capacities,
                   "Cache sizes in percent of the dataset (default 25,50,100,150)");
+  cmd->add_option("--no-open-capacities", args->no_open_capacities,
+                  "Cache sizes of the no-open rows (plan, --open-mode no-open, remounted each "
+                  "epoch or kept mounted), of those in --capacities (default 50,150; none)");
   cmd->add_option("--open-latency", args->open_latency,
                   "Emulated PFS open latency, ms (default 2)");
   cmd->add_option("--bandwidth", args->bandwidth, "Emulated PFS bandwidth, MB/s (default 200)");
