@@ -171,6 +171,12 @@ Result<darshan::DarshanLog> MountDarshanLog(const json& status, const json& stat
          "served by the kernel page cache are not seen) split at the FUSE max read size; read "
          "counts are estimated for files opened in kernel passthrough mode (the whole file "
          "counted as one read at open); one process, rank 0; -1: not visible to a FUSE daemon"},
+        {"clairfs_open_mode",
+         status.contains("open_mode") &&
+                 status["open_mode"].value("mode", std::string("open")) == "no-open"
+             ? "no-open: an open is a file's first READ that reached the daemon; the page "
+               "cache's are not seen"
+             : "open: every open reached the daemon"},
         {"clairfs_backing", backing},
         {"clairfs_bytes_from_cache",
          std::to_string(totals.at("cache").value("bytes_read", uint64_t{0}))},

@@ -153,6 +153,20 @@ TEST(StatsDarshan, OneProcessLogWithWhatTheDaemonMeasuresAndMinusOneForTheRest) 
   EXPECT_EQ(log.job.end_time_sec, 1700000010);
 }
 
+// The log's metadata says in which open mode the mount counted (no-open: opens are first READs).
+TEST(StatsDarshan, TheMetadataSaysWhatAnOpenWasForTheMountsOpenMode) {
+  json stats = {{"files", json::array()},
+                {"totals", {{"cache", Source(0, 0, 0)}, {"backing", Source(0, 0, 0)}}},
+                {"start_time_ns", 0},
+                {"elapsed_seconds", 1.0}};
+  json status = Status();
+  EXPECT_NE(BuildAndRead(stats, status).log.job.metadata.find("clairfs_open_mode=open: "),
+            std::string::npos);
+  status["open_mode"] = {{"mode", "no-open"}};
+  EXPECT_NE(BuildAndRead(stats, status).log.job.metadata.find("clairfs_open_mode=no-open: "),
+            std::string::npos);
+}
+
 // Names cross the control socket escaped; the log holds the raw bytes. Text fields of the log
 // (metadata, command line) keep them escaped, and a mountpoint with a space, which Darshan's
 // mount table cannot hold, is recorded by its leading part.
