@@ -53,6 +53,7 @@ using Seconds = std::chrono::duration<double>;
 struct Figures {
   uint64_t reads = 0, wrong_bytes = 0, errors = 0, unexpected_errors = 0, fsck_findings = 0;
   uint64_t stale_reads = 0;
+  uint64_t deferred_unsettled = 0;  // copies the settle rule put off (staging.deferred_unsettled)
   int hung = 0, daemon_deaths = 0, failed_umounts = 0;
   double max_call = 0, max_wait_on_hang = 0;
   std::string errors_text, problem;
@@ -110,10 +111,13 @@ class BackingFaultReliabilityTest : public ::testing::Test {
       unstuck_ = false;
       return;
     }
-    if (kill(m.pid(), 0) != 0 || !m.Status().contains("pid")) {
+    const nlohmann::json status = m.Status();
+    if (kill(m.pid(), 0) != 0 || !status.contains("pid")) {
       ++f->daemon_deaths;
       return;
     }
+    f->deferred_unsettled +=
+        status.value("staging", nlohmann::json::object()).value("deferred_unsettled", uint64_t{0});
     CommandResult unmounted = m.Umount();
     if (unmounted.exit_code != 0) {
       ++f->failed_umounts;
@@ -440,7 +444,8 @@ TEST_F(BackingFaultReliabilityTest, ErrorsHangsAndChangesServeNoWrongByteAndHang
                           "/wrong:" + std::to_string(f->wrong_bytes) + "/errors:" + f->errors_text +
                           "/hung:" + std::to_string(f->hung) +
                           "/fsck:" + std::to_string(f->fsck_findings) +
-                          "/stale_reads:" + std::to_string(f->stale_reads));
+                          "/stale_reads:" + std::to_string(f->stale_reads) +
+                          "/deferred_unsettled:" + std::to_string(f->deferred_unsettled));
     wrong += f->wrong_bytes;
     hung += f->hung;
     deaths += f->daemon_deaths;
