@@ -5,13 +5,22 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 
 #include "planner/base/log.h"
 
 namespace clairfs {
+namespace {
+
+// The longest a waiting worker (or the ring) sleeps before looking at deferred requests again,
+// whatever their due time says: the realtime clock may be stepped meanwhile.
+constexpr uint64_t kMaxDeferWaitNs = 100'000'000;
+
+}  // namespace
 
 Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
     : options_(options), store_(store), env_(env), backing_(options.backing) {
@@ -36,7 +45,7 @@ Stager::Stager(const StagerOptions& options, ContentStore* store, Env* env)
     copier_options.flush_every = options_.flush_every;
     copier_options.drop_pages = options_.drop_pages;
     CopierHooks hooks;
-    hooks.next = [this](CopyJob* job) { return NextForCopier(job); };
+    hooks.next = [this](CopyJob* job, uint64_t* retry_ns) { return NextForCopier(job, retry_ns); };
     hooks.take_tokens = [this](size_t bytes, uint64_t* wait_ns) {
       return TakeTokens(bytes, wait_ns);
     };
@@ -79,7 +88,16 @@ bool Stager::Enqueue(const std::string& path, const FileIdentity& identity, Stag
     return false;
   }
   if (auto flight = in_flight_.find(path); flight != in_flight_.end()) {
-    if (done) flight->second.push_back(std::move(done));
+    if (done) flight->second.callbacks.push_back(std::move(done));
+    return false;
+  }
+  if (auto d = deferred_keys_.find(path); d != deferred_keys_.end()) {
+    // Waiting for its file to settle: it keeps its due time; a higher priority applies once due.
+    Request& waiting = deferred_[d->second];
+    if (done) waiting.callbacks.push_back(std::move(done));
+    waiting.may_evict = waiting.may_evict && may_evict;
+    if (static_cast<int>(priority) > static_cast<int>(waiting.priority))
+      waiting.priority = priority;
     return false;
   }
   if (auto p = pending_.find(path); p != pending_.end()) {
@@ -108,11 +126,17 @@ void Stager::Cancel(const std::string& path) {
   std::vector<Callback> callbacks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto p = pending_.find(path);
-    if (p == pending_.end()) return;
-    callbacks = std::move(queue_[p->second].callbacks);
-    queue_.erase(p->second);
-    pending_.erase(p);
+    if (auto p = pending_.find(path); p != pending_.end()) {
+      callbacks = std::move(queue_[p->second].callbacks);
+      queue_.erase(p->second);
+      pending_.erase(p);
+    } else if (auto d = deferred_keys_.find(path); d != deferred_keys_.end()) {
+      callbacks = std::move(deferred_[d->second].callbacks);
+      deferred_.erase(d->second);
+      deferred_keys_.erase(d);
+    } else {
+      return;
+    }
     ++delivering_;
   }
   for (auto& cb : callbacks) cb(StageOutcome{path, Status::Error(ECANCELED, "cancelled")});
@@ -123,10 +147,17 @@ void Stager::Cancel(const std::string& path) {
 
 bool Stager::CancelUnwaited(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto p = pending_.find(path);
-  if (p == pending_.end() || !queue_[p->second].callbacks.empty()) return false;
-  queue_.erase(p->second);
-  pending_.erase(p);
+  if (auto p = pending_.find(path); p != pending_.end()) {
+    if (!queue_[p->second].callbacks.empty()) return false;
+    queue_.erase(p->second);
+    pending_.erase(p);
+  } else if (auto d = deferred_keys_.find(path); d != deferred_keys_.end()) {
+    if (!deferred_[d->second].callbacks.empty()) return false;
+    deferred_.erase(d->second);
+    deferred_keys_.erase(d);
+  } else {
+    return false;
+  }
   if (IdleLocked()) idle_cv_.notify_all();
   return true;
 }
@@ -138,8 +169,11 @@ void Stager::Shutdown() {
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
     for (auto& [key, request] : queue_) dropped.push_back(std::move(request));
+    for (auto& [key, request] : deferred_) dropped.push_back(std::move(request));
     queue_.clear();
     pending_.clear();
+    deferred_.clear();
+    deferred_keys_.clear();
     work_cv_.notify_all();
   }
   if (copier_) copier_->RequestStop();  // the ring aborts its copies and returns from Run()
@@ -164,13 +198,16 @@ StagerStats Stager::stats() {
   StagerStats s;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    s.queued = queue_.size();
+    s.queued = queue_.size() + deferred_.size();
+    s.deferred = deferred_.size();
     s.in_flight = in_flight_.size();
   }
   s.files_staged = files_staged_.load();
   s.bytes_staged = bytes_staged_.load();
   s.failures = failures_.load();
   s.skipped = skipped_.load();
+  s.deferred_unsettled = deferred_unsettled_.load();
+  s.settle_ns = options_.settle_ns;
   if (copier_) {
     s.uring = true;
     s.buffers_in_use = static_cast<uint64_t>(copier_->buffers_in_use());
@@ -180,20 +217,105 @@ StagerStats Stager::stats() {
   return s;
 }
 
+bool Stager::Unsettled(int64_t ctime_ns, int64_t start_ns) const {
+  if (options_.settle_ns == 0) return false;
+  return ctime_ns >= start_ns - static_cast<int64_t>(options_.settle_ns);
+}
+
+void Stager::DeferLocked(Request request) {
+  // Due once the copy's start is past ctime + settle, i.e. the file is older than the settle.
+  const DeferKey key{request.identity.ctime_ns + static_cast<int64_t>(options_.settle_ns) + 1,
+                     request.seq};
+  deferred_keys_[request.path] = key;
+  deferred_.emplace(key, std::move(request));
+  deferred_unsettled_.fetch_add(1);
+}
+
+bool Stager::TakeNextLocked(Request* out, int64_t* start_ns, uint64_t* retry_ns) {
+  const int64_t now = static_cast<int64_t>(env_->NowRealtimeNanos());
+  bool promoted = false;
+  while (!deferred_.empty() && deferred_.begin()->first.first <= now) {
+    auto node = deferred_.extract(deferred_.begin());
+    Request& request = node.mapped();
+    deferred_keys_.erase(request.path);
+    // Back in its place: its priority and its original sequence number.
+    const QueueKey key{-static_cast<int>(request.priority), request.seq};
+    pending_[request.path] = key;
+    queue_.emplace(key, std::move(request));
+    promoted = true;
+  }
+  // Other workers may sleep without a timeout: they take the rest.
+  if (promoted) work_cv_.notify_all();
+  while (!queue_.empty()) {
+    auto node = queue_.extract(queue_.begin());
+    pending_.erase(node.mapped().path);
+    // The copy would check that the file's ctime after it equals this one: deferred before it
+    // reads a byte rather than after.
+    if (Unsettled(node.mapped().identity.ctime_ns, now)) {
+      DeferLocked(std::move(node.mapped()));
+      continue;
+    }
+    *out = std::move(node.mapped());
+    *start_ns = now;
+    return true;
+  }
+  *retry_ns = 0;
+  if (!deferred_.empty()) {
+    *retry_ns = std::min<uint64_t>(kMaxDeferWaitNs, static_cast<uint64_t>(std::max<int64_t>(
+                                                        1, deferred_.begin()->first.first - now)));
+  }
+  return false;
+}
+
+void Stager::StartInFlightLocked(Request* request) {
+  Request& flight = in_flight_[request->path];
+  flight.path = request->path;
+  flight.identity = request->identity;
+  flight.priority = request->priority;
+  flight.seq = request->seq;
+  flight.may_evict = request->may_evict;
+  flight.callbacks = std::move(request->callbacks);
+  request->callbacks.clear();
+}
+
+void Stager::DeferInFlight(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      auto flight = in_flight_.extract(path);
+      DeferLocked(std::move(flight.mapped()));
+      return;
+    }
+  }
+  // Shutdown() has dropped what waits: this one ends as they did.
+  DeliverInFlight(path, Status::Error(ESHUTDOWN, "the mount is going away"));
+}
+
 void Stager::WorkerLoop() {
   for (;;) {
     Request request;
+    int64_t start_ns = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      auto first = queue_.begin();
-      request = std::move(first->second);
-      queue_.erase(first);
-      pending_.erase(request.path);
-      in_flight_[request.path] = std::move(request.callbacks);
+      for (;;) {
+        if (stopping_) return;
+        uint64_t retry_ns = 0;
+        if (TakeNextLocked(&request, &start_ns, &retry_ns)) break;
+        if (retry_ns == 0) {
+          work_cv_.wait(lock);
+        } else {
+          work_cv_.wait_for(lock, std::chrono::nanoseconds(retry_ns));
+        }
+      }
+      StartInFlightLocked(&request);
     }
-    DeliverInFlight(request.path, CopyOne(request));
+    bool unsettled = false;
+    Status status = CopyOne(request, start_ns, &unsettled);
+    if (unsettled) {
+      DeferInFlight(request.path);
+    } else {
+      DeliverInFlight(request.path, status);
+    }
   }
 }
 
@@ -201,7 +323,7 @@ void Stager::DeliverInFlight(const std::string& path, const Status& status) {
   std::vector<Callback> callbacks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    callbacks = std::move(in_flight_[path]);
+    callbacks = std::move(in_flight_[path].callbacks);
     in_flight_.erase(path);
     ++delivering_;
   }
@@ -214,18 +336,18 @@ void Stager::DeliverInFlight(const std::string& path, const Status& status) {
   }
 }
 
-CopierHooks::Next Stager::NextForCopier(CopyJob* job) {
+CopierHooks::Next Stager::NextForCopier(CopyJob* job, uint64_t* retry_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return CopierHooks::Next::kStopping;
-  if (queue_.empty()) return CopierHooks::Next::kNone;
-  auto first = queue_.begin();
-  Request request = std::move(first->second);
-  queue_.erase(first);
-  pending_.erase(request.path);
-  in_flight_[request.path] = std::move(request.callbacks);
+  Request request;
+  int64_t start_ns = 0;
+  if (!TakeNextLocked(&request, &start_ns, retry_ns)) return CopierHooks::Next::kNone;
+  StartInFlightLocked(&request);
   job->path = std::move(request.path);
   job->identity = request.identity;
   job->may_evict = request.may_evict;
+  job->unsettled_from_ns =
+      options_.settle_ns > 0 ? start_ns - static_cast<int64_t>(options_.settle_ns) : INT64_MAX;
   return CopierHooks::Next::kJob;
 }
 
@@ -241,6 +363,9 @@ void Stager::CopierDone(const CopyJob& job, CopyResult result, uint64_t bytes,
     case CopyResult::kSkipped:
       skipped_.fetch_add(1);
       break;
+    case CopyResult::kUnsettled:
+      // Copied while its file may still have been written: staged again once it has settled.
+      return DeferInFlight(job.path);
     case CopyResult::kFailed:
       failures_.fetch_add(1);
       break;
@@ -276,7 +401,7 @@ bool Stager::Throttle(size_t bytes) {
   }
 }
 
-Status Stager::CopyOne(const Request& request) {
+Status Stager::CopyOne(const Request& request, int64_t start_ns, bool* unsettled) {
   const std::string& source = request.path;
   auto skip = [&](Status why) {
     skipped_.fetch_add(1);
@@ -357,6 +482,14 @@ Status Stager::CopyOne(const Request& request) {
     copy_status = env_->Fstat(*src, &after);
     if (copy_status.ok() && IdentityOf(after) != request.identity) {
       copy_status = Status::Error(ESTALE, "backing file changed while staging");
+    }
+    // The settle rule (stager.h): a write that began before the copy may still be under way.
+    if (copy_status.ok() && Unsettled(IdentityOf(after).ctime_ns, start_ns)) {
+      store_->Abort(&*slot);
+      *unsettled = true;
+      Log(LogLevel::kDebug, "not staging %s yet: it changed within the settle time",
+          request.path.c_str());
+      return Status::Error(EAGAIN, "backing file changed within the settle time");
     }
   }
   if (!copy_status.ok()) {

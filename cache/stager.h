@@ -4,7 +4,8 @@
 // path: a path already queued, in flight or staged is not queued again (a higher priority
 // re-queue raises it). Worker threads (--stage-threads) copy with a shared token bucket
 // (--stage-bandwidth) so a node cannot flood the PFS. A copy is published only if the backing
-// file's identity equals the expected one before and after the copy; otherwise it is discarded.
+// file's identity equals the expected one before and after the copy (otherwise it is discarded)
+// and the file has settled (the settle rule below; otherwise it is copied again later).
 // Backing files are opened beneath the tree's root with no link followed (backing_tree.h).
 // Failures on the cache device (ENOSPC, EIO) drop that copy and are counted (stats().failures)
 // and reported to the store's CacheDeviceLog, which logs the device's full or lost condition in
@@ -24,6 +25,18 @@
 // Env gets the thread pool); if io_uring is unavailable (ENOSYS, EPERM, io_uring_disabled) the
 // thread pool is used and one line is logged. The priority queue, de-duplication, Cancel, callbacks
 // and stats are the same for both.
+//
+// Settle rule (StagerOptions::settle_ns, the mount's --stage-settle): a write sets mtime and
+// ctime when it begins, so a copy that starts while a write is still under way can see the same
+// identity before and after and hold half old, half new bytes ("racily clean", as git calls such
+// index entries). A copy is therefore published only if its backing file's ctime, as stat'ed
+// after the copy, is older than the copy's start minus the settle time. Otherwise the request is
+// deferred: it waits, with its callbacks, priority and place, until the settle time after that
+// ctime has passed, and is copied then. Since the copy checks that the identity (ctime included)
+// after it equals the expected one, a request whose expected ctime is within the settle time of
+// its start is deferred before any byte is read, and the check after the copy is a backstop. A
+// deferral is neither a failure nor a skip (stats().deferred_unsettled counts them); reads never
+// wait for it (nothing waits for staging but callers of Enqueue that pass a callback).
 //
 // Thread-safe. Shutdown() cancels pending work and waits for copies in flight to end (aborted
 // promptly, leaving no temp files).
@@ -74,15 +87,24 @@ struct StagerOptions {
   // The tree files are read from (backing_tree.h); when null the stager opens `backing_root`
   // itself at construction (and fails every copy with that error if it cannot).
   std::shared_ptr<const BackingTree> backing = nullptr;
+  // The settle rule (top of this file): a copy whose backing file's ctime is not older than the
+  // copy's start minus this is not published but deferred until it is. 0 = off (a library
+  // default for tests and benchmarks of fresh files; the mount passes --stage-settle, 2 s by
+  // default). Compared with Env::NowRealtimeNanos(): a backing store whose clock lags the node's
+  // by more than this defeats the rule; one whose clock runs ahead delays staging by as much.
+  uint64_t settle_ns = 0;
 };
 
 struct StagerStats {
-  uint64_t queued = 0;     // waiting
+  uint64_t queued = 0;     // waiting (those deferred by the settle rule included)
   uint64_t in_flight = 0;  // being copied
   uint64_t files_staged = 0;
   uint64_t bytes_staged = 0;
   uint64_t failures = 0;             // copies dropped on an error
   uint64_t skipped = 0;              // not staged: too large, changed, or gone
+  uint64_t deferred = 0;             // of `queued`: waiting for their backing file to settle
+  uint64_t deferred_unsettled = 0;   // copies put off because the file changed within the settle
+  uint64_t settle_ns = 0;            // the settle time in force (StagerOptions::settle_ns)
   bool uring = false;                // the io_uring engine is running (else the thread pool)
   uint64_t buffers_in_use = 0;       // io_uring engine: chunk buffers held now
   uint64_t peak_buffers_in_use = 0;  // ... the most ever (never above buffer_count)
@@ -152,17 +174,36 @@ class Stager final : public StagingQueue {
   };
   using QueueKey = std::pair<int, uint64_t>;  // (-priority, seq): smallest first
 
+  using DeferKey = std::pair<int64_t, uint64_t>;  // (due, realtime ns; seq): earliest first
+
   void WorkerLoop();
+  // Under mu_: moves deferred requests that are due back to the queue, then takes the first
+  // queued request whose backing file has settled (deferring those that have not) into `*out`,
+  // with the copy's start (realtime ns) in `*start_ns`. False if there is none; `*retry_ns` then
+  // says how long until a deferred one is due (0: none is deferred).
+  bool TakeNextLocked(Request* out, int64_t* start_ns, uint64_t* retry_ns);
+  // Whether a file whose ctime is `ctime_ns` has not settled for a copy starting at `start_ns`.
+  bool Unsettled(int64_t ctime_ns, int64_t start_ns) const;
+  // Under mu_: puts `request` aside until its backing file has settled.
+  void DeferLocked(Request request);
+  // The copy of in-flight `path` found its file unsettled: deferred with its callbacks.
+  void DeferInFlight(const std::string& path);
+  // The request taken for a copy goes in flight; its callbacks wait there.
+  void StartInFlightLocked(Request* request);
   // io_uring engine hooks (run on the ring thread or its commit threads).
-  CopierHooks::Next NextForCopier(CopyJob* job);
+  CopierHooks::Next NextForCopier(CopyJob* job, uint64_t* retry_ns);
   void CopierDone(const CopyJob& job, CopyResult result, uint64_t bytes, const Status& status);
   bool TakeTokens(size_t bytes, uint64_t* wait_ns);
   // Delivers `status` to the callbacks of the in-flight `path` and updates idleness.
   void DeliverInFlight(const std::string& path, const Status& status);
-  Status CopyOne(const Request& request);
+  // Copies one file; `start_ns` is when its copy started (for the settle rule). Sets
+  // `*unsettled` (and returns EAGAIN) when the rule defers it.
+  Status CopyOne(const Request& request, int64_t start_ns, bool* unsettled);
   // Waits for `bytes` of tokens; false if Shutdown() began meanwhile.
   bool Throttle(size_t bytes);
-  bool IdleLocked() const { return queue_.empty() && in_flight_.empty() && delivering_ == 0; }
+  bool IdleLocked() const {
+    return queue_.empty() && deferred_.empty() && in_flight_.empty() && delivering_ == 0;
+  }
 
   StagerOptions options_;
   ContentStore* store_;
@@ -170,12 +211,15 @@ class Stager final : public StagingQueue {
   std::shared_ptr<const BackingTree> backing_;  // null if it could not be opened
   Status backing_error_;                        // why not
 
-  std::mutex mu_;  // guards queue_, pending_, in_flight_, delivering_, stopping_, seq_
+  // guards queue_, pending_, deferred_, deferred_keys_, in_flight_, delivering_, stopping_, seq_
+  std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
   std::map<QueueKey, Request> queue_;
-  std::unordered_map<std::string, QueueKey> pending_;  // path -> its queue key
-  std::unordered_map<std::string, std::vector<Callback>> in_flight_;
+  std::unordered_map<std::string, QueueKey> pending_;        // path -> its queue key
+  std::map<DeferKey, Request> deferred_;                     // waiting for their file to settle
+  std::unordered_map<std::string, DeferKey> deferred_keys_;  // path -> its key in deferred_
+  std::unordered_map<std::string, Request> in_flight_;       // path -> request (its callbacks)
   int delivering_ = 0;  // outcomes being passed to callbacks outside the lock
   bool stopping_ = false;
   uint64_t seq_ = 0;
@@ -184,7 +228,8 @@ class Stager final : public StagingQueue {
   double tokens_ = 0;
   uint64_t last_refill_ns_ = 0;
 
-  std::atomic<uint64_t> files_staged_{0}, bytes_staged_{0}, failures_{0}, skipped_{0};
+  std::atomic<uint64_t> files_staged_{0}, bytes_staged_{0}, failures_{0}, skipped_{0},
+      deferred_unsettled_{0};
   std::vector<std::thread> workers_;
   std::unique_ptr<UringCopier> copier_;        // set iff the io_uring engine runs (on workers_[0])
   std::unique_ptr<GroupCommitter> committer_;  // set iff the thread pool runs; outlives workers_

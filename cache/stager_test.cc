@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -689,6 +690,133 @@ TEST_P(StagerEngineTest, ACopyThatOutgrowsItsReservationWithoutRoomIsSkipped) {
   EXPECT_EQ(TempFiles(), 0u);
   stager_.reset();  // before `inflating` goes
   store_.reset();
+}
+
+// The default Env with a realtime clock a test can move forward (the settle rule's clock).
+class ClockEnv : public EnvWrapper {
+ public:
+  ClockEnv() : EnvWrapper(Env::Default()) {}
+  uint64_t NowRealtimeNanos() override {
+    return EnvWrapper::NowRealtimeNanos() + static_cast<uint64_t>(ahead_ns.load());
+  }
+  std::atomic<int64_t> ahead_ns{0};
+};
+
+// The torn copy of docs/RELIABILITY.md (backing store faults, finding 1): a write sets ctime when
+// it begins, so a copy made while it runs sees one identity before and after. A file whose ctime
+// is within the settle time of the copy's start is therefore not published; it waits, with its
+// callback, and is staged once the settle time has passed on the (injected) clock. Neither a
+// failure nor a skip; nothing else waits.
+TEST_P(StagerEngineTest, AFileChangedWithinTheSettleTimeIsStagedOnlyOnceItHasSettled) {
+  ClockEnv clock;
+  StagerOptions options{backing_, 2, 0, 64 * 1024, GetParam()};
+  options.settle_ns = 10'000'000'000;  // 10 s: the real clock never gets there in this test
+  auto stager = std::make_unique<Stager>(options, store_.get(), &clock);
+  const std::string data = Add("fresh", 200000, 1);  // its ctime: now
+  std::atomic<bool> done{false};
+  Status outcome;
+  std::mutex mu;
+  std::condition_variable cv;
+  ASSERT_TRUE(stager->Enqueue("fresh", Identity("fresh"), StagePriority::kNormal,
+                              [&](const StageOutcome& o) {
+                                std::lock_guard<std::mutex> lock(mu);
+                                outcome = o.status;
+                                done = true;
+                                cv.notify_all();
+                              }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  StagerStats s = stager->stats();
+  EXPECT_FALSE(store_->Contains("fresh"));
+  EXPECT_FALSE(done.load());
+  EXPECT_EQ(s.deferred, 1u);
+  EXPECT_EQ(s.queued, 1u);  // still waiting to be staged: WaitIdle and `stage --wait` wait
+  EXPECT_EQ(s.in_flight, 0u);
+  EXPECT_EQ(s.deferred_unsettled, 1u);
+  EXPECT_EQ(s.failures, 0u);
+  EXPECT_EQ(s.skipped, 0u);
+  EXPECT_EQ(TempFiles(), 0u);
+  // A second request for it joins the waiting one.
+  EXPECT_FALSE(stager->Enqueue("fresh", Identity("fresh"), StagePriority::kHigh));
+  clock.ahead_ns = 11'000'000'000;  // the settle time has passed
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done.load(); }));
+  }
+  stager->WaitIdle();
+  EXPECT_TRUE(outcome.ok()) << outcome.message();
+  auto copy = store_->Find("fresh");
+  ASSERT_TRUE(copy.has_value());
+  EXPECT_EQ(ReadFile(copy->data_path), data);
+  s = stager->stats();
+  EXPECT_EQ(s.files_staged, 1u);
+  EXPECT_EQ(s.deferred, 0u);
+  EXPECT_EQ(s.queued, 0u);
+  EXPECT_EQ(s.deferred_unsettled, 1u);
+  EXPECT_EQ(s.failures, 0u);
+  EXPECT_EQ(s.skipped, 0u);
+  stager.reset();  // before `clock` goes
+}
+
+// The same with the real clock and a short settle: the copy is published no sooner than the
+// settle time after the file's ctime, and (with no other work) not much later either.
+TEST_P(StagerEngineTest, AShortSettleDelaysAFreshFileByAboutTheSettleTime) {
+  StagerOptions options{backing_, 2, 0, 64 * 1024, GetParam()};
+  options.settle_ns = 500'000'000;
+  stager_ = std::make_unique<Stager>(options, store_.get(), &env_);
+  const std::string data = Add("fresh", 70000, 2);
+  const FileIdentity identity = Identity("fresh");
+  std::atomic<int64_t> staged_at{0};
+  stager_->Enqueue("fresh", identity, StagePriority::kNormal, [&](const StageOutcome& o) {
+    EXPECT_TRUE(o.status.ok()) << o.status.message();
+    staged_at = static_cast<int64_t>(Env::Default()->NowRealtimeNanos());
+  });
+  stager_->WaitIdle();
+  ASSERT_TRUE(store_->Contains("fresh"));
+  EXPECT_EQ(ReadFile(store_->Find("fresh")->data_path), data);
+  const double after_ctime = static_cast<double>(staged_at.load() - identity.ctime_ns) / 1e9;
+  EXPECT_GE(after_ctime, 0.5);
+  EXPECT_LT(after_ctime, 5.0);
+  EXPECT_EQ(stager_->stats().deferred_unsettled, 1u);
+  EXPECT_EQ(stager_->stats().files_staged, 1u);
+}
+
+// Deferred requests are requests like the others: cancelled, withdrawn if nobody waits, told
+// ESHUTDOWN when the mount goes away.
+TEST_P(StagerEngineTest, DeferredRequestsCanBeCancelledAndEndAtShutdown) {
+  ClockEnv clock;
+  StagerOptions options{backing_, 1, 0, 64 * 1024, GetParam()};
+  options.settle_ns = 10'000'000'000;
+  auto stager = std::make_unique<Stager>(options, store_.get(), &clock);
+  for (const char* p : {"cancelled", "unwaited", "waited", "shut"}) Add(p, 1000, 3);
+  std::mutex mu;
+  std::map<std::string, Status> outcomes;
+  auto record = [&](const StageOutcome& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    outcomes[o.path] = o.status;
+  };
+  stager->Enqueue("cancelled", Identity("cancelled"), StagePriority::kNormal, record);
+  stager->Prefetch("unwaited", Identity("unwaited"), StagePriority::kNormal);
+  stager->Enqueue("waited", Identity("waited"), StagePriority::kNormal, record);
+  stager->Enqueue("shut", Identity("shut"), StagePriority::kNormal, record);
+  for (int i = 0; i < 500 && stager->stats().deferred < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(stager->stats().deferred, 4u);
+  stager->Cancel("cancelled");
+  EXPECT_TRUE(stager->CancelUnwaited("unwaited"));
+  EXPECT_FALSE(stager->CancelUnwaited("waited"));
+  EXPECT_EQ(stager->stats().deferred, 2u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(outcomes["cancelled"].code(), ECANCELED);
+  }
+  stager->Shutdown();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(outcomes["waited"].code(), ESHUTDOWN);
+  EXPECT_EQ(outcomes["shut"].code(), ESHUTDOWN);
+  EXPECT_EQ(store_->stats().files, 0u);
+  EXPECT_EQ(TempFiles(), 0u);
+  stager.reset();
 }
 
 INSTANTIATE_TEST_SUITE_P(BothEngines, StagerEngineTest,

@@ -108,6 +108,7 @@ struct UringCopier::Impl {
   std::unordered_map<FileCopy*, std::unique_ptr<FileCopy>> files;
   std::list<FileCopy*> waiting;  // files that may start another range, round robin
   bool stopping = false;
+  uint64_t admit_retry_ns = 0;  // from the last hooks.next that said kNone
 
   // Publishes fsynced copies in groups; its callbacks use the members above, so it goes first.
   std::unique_ptr<GroupCommitter> committer;
@@ -142,14 +143,19 @@ struct UringCopier::Impl {
   }
 
   void Admit() {
+    admit_retry_ns = 0;
     while (!stopping && active.load() < options.max_files) {
       CopyJob job;
-      CopierHooks::Next next = hooks.next(&job);
+      uint64_t retry_ns = 0;
+      CopierHooks::Next next = hooks.next(&job, &retry_ns);
       if (next == CopierHooks::Next::kStopping) {
         stopping = true;
         break;
       }
-      if (next == CopierHooks::Next::kNone) break;
+      if (next == CopierHooks::Next::kNone) {
+        admit_retry_ns = retry_ns;
+        break;
+      }
       auto file = std::make_unique<FileCopy>();
       FileCopy* f = file.get();
       f->job = std::move(job);
@@ -278,7 +284,7 @@ struct UringCopier::Impl {
     f->src_fd = -1;
     if (f->has_slot) store->Abort(&f->slot);
     f->has_slot = false;
-    if (result == CopyResult::kSkipped) {
+    if (result == CopyResult::kSkipped || result == CopyResult::kUnsettled) {
       Log(LogLevel::kDebug, "not staging %s: %s", f->job.path.c_str(), status.message().c_str());
     } else if (result == CopyResult::kFailed && cache_side) {
       // Counted toward the device's full or lost condition (cache/device_log.h), not a line each.
@@ -446,6 +452,11 @@ struct UringCopier::Impl {
       return Finish(f, CopyResult::kSkipped,
                     Status::Error(ESTALE, "backing file changed while staging"));
     }
+    // The settle rule (stager.h): a write that began before the copy may still be under way.
+    if (StatxNanos(f->stx.stx_ctime) >= f->job.unsettled_from_ns) {
+      return Finish(f, CopyResult::kUnsettled,
+                    Status::Error(EAGAIN, "backing file changed within the settle time"));
+    }
     if (f->fsync_res < 0) {
       return Finish(f, CopyResult::kFailed, Errno(f->fsync_res, "fsync cache copy"),
                     /*cache_side=*/true);
@@ -521,6 +532,10 @@ struct UringCopier::Impl {
         if (active.load() == 0) break;
       } else {
         StartChunks(&wait_ns);
+        // A request deferred by the owner comes due without a Wake(): ask again by then.
+        if (admit_retry_ns > 0) {
+          wait_ns = wait_ns > 0 ? std::min(wait_ns, admit_retry_ns) : admit_retry_ns;
+        }
       }
       io_uring_submit(&ring);
       io_uring_cqe* cqe = nullptr;

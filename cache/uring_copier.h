@@ -8,7 +8,8 @@
 //   (each chunk a fixed range: READ into a pool buffer, WRITE at the same offset; a short READ
 //   is followed by a READ of the rest of the range; after the WRITE of any range but the last,
 //   SYNC_FILE_RANGE starts writing it to the device, and every `flush_every` bytes an fdatasync
-//   runs in the background, neither awaited) -> STATX of the source (identity unchanged) and
+//   runs in the background, neither awaited) -> STATX of the source (identity unchanged, and
+//   its ctime older than the job's unsettled_from_ns: the owner's settle rule, stager.h) and
 //   FSYNC of the temp file, both at once -> close(2) of the source
 // and then a GroupCommitter publishes it with the other copies ready by then
 // (ContentStore::CommitBatch: renames, one directory sync, one synced index write per group; the
@@ -73,18 +74,26 @@ struct CopyJob {
   std::string path;  // relative to the backing root
   FileIdentity identity;
   bool may_evict = true;  // passed to ContentStore::BeginStaging
+  // The settle rule (stager.h): a copy whose source's ctime, stat'ed after the copy, is at or
+  // after this (realtime ns: the copy's start minus the settle time) is not published
+  // (kUnsettled). INT64_MAX: no rule.
+  int64_t unsettled_from_ns = INT64_MAX;
 };
 
 // How one copy ended. kAlreadyStaged: published meanwhile by someone else (status ok).
 // kSkipped: the backing file is gone, changed, not regular, too large, finds no room it may take,
 // or the copier is stopping.
+// kUnsettled: copied, but the source's ctime is at or after job.unsettled_from_ns: not published
+// (the owner stages it again later; status EAGAIN).
 // kFailed: an I/O error (logged).
-enum class CopyResult { kStaged, kAlreadyStaged, kSkipped, kFailed };
+enum class CopyResult { kStaged, kAlreadyStaged, kSkipped, kUnsettled, kFailed };
 
 struct CopierHooks {
   enum class Next { kJob, kNone, kStopping };
-  // Fills `job` with the next request to start (called only when a slot is free).
-  std::function<Next(CopyJob* job)> next;
+  // Fills `job` with the next request to start (called only when a slot is free). With kNone it
+  // may set `*retry_ns` to when a request will be ready without a Wake() (e.g. one deferred by
+  // the settle rule); Run() then asks again after that long at the latest. 0: only on Wake().
+  std::function<Next(CopyJob* job, uint64_t* retry_ns)> next;
   // Takes `bytes` of bandwidth tokens now (true) or sets `*wait_ns` to a time worth waiting.
   std::function<bool(size_t bytes, uint64_t* wait_ns)> take_tokens;
   // Reports the end of one job (exactly once per job returned by `next`).

@@ -69,7 +69,7 @@ class UringCopierTest : public ::testing::Test {
     options.flush_every = flush_every;
     options.commit_threads = 2;
     CopierHooks hooks;
-    hooks.next = [this](CopyJob* job) {
+    hooks.next = [this](CopyJob* job, uint64_t*) {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return CopierHooks::Next::kStopping;
       if (jobs_.empty()) return CopierHooks::Next::kNone;
@@ -229,6 +229,36 @@ TEST_F(UringCopierTest, FileTruncatedMidCopyIsNotPublishedOthersAre) {
   EXPECT_EQ(results_["vanished"].second.code(), ENOENT);
   ASSERT_TRUE(store_->Find("good").has_value());
   EXPECT_EQ(ReadFile(store_->Find("good")->data_path), good);
+  EXPECT_EQ(TempFiles(), 0u);
+  EXPECT_EQ(store_->stats().reserved_bytes, 0u);
+}
+
+// The settle rule's check after the copy (stager.h): a job whose source's ctime is at or after
+// its unsettled_from_ns is copied but not published (kUnsettled, EAGAIN), leaving no temp file and
+// nothing reserved; one whose source is older than that is published.
+TEST_F(UringCopierTest, ACopyOfAnUnsettledFileIsNotPublished) {
+  Add("fresh", 3 * kChunk + 5, 1);
+  const std::string settled = Add("settled", 2 * kChunk, 2);
+  START_OR_SKIP(2, 2);
+  struct stat st;
+  ASSERT_EQ(lstat((backing_ + "/fresh").c_str(), &st), 0);
+  CopyJob fresh{"fresh", IdentityOf(st)};
+  fresh.unsettled_from_ns = IdentityOf(st).ctime_ns - 1'000'000'000;  // settle: 1 s
+  ASSERT_EQ(lstat((backing_ + "/settled").c_str(), &st), 0);
+  CopyJob old{"settled", IdentityOf(st)};
+  old.unsettled_from_ns = IdentityOf(st).ctime_ns + 1;  // the copy began a settle after it
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(fresh);
+    jobs_.push_back(old);
+  }
+  copier_->Wake();
+  WaitFor(2);
+  EXPECT_EQ(results_["fresh"].first, CopyResult::kUnsettled);
+  EXPECT_EQ(results_["fresh"].second.code(), EAGAIN) << results_["fresh"].second.message();
+  EXPECT_FALSE(store_->Contains("fresh"));
+  ASSERT_EQ(results_["settled"].first, CopyResult::kStaged) << results_["settled"].second.message();
+  EXPECT_EQ(ReadFile(store_->Find("settled")->data_path), settled);
   EXPECT_EQ(TempFiles(), 0u);
   EXPECT_EQ(store_->stats().reserved_bytes, 0u);
 }

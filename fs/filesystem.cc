@@ -81,6 +81,8 @@ Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
                                         const FileIdentity& identity, std::string path,
                                         double open_start, OpenResult result,
                                         std::string data_path) {
+  // Opens of another version still live: their reads may refill the page cache with its bytes.
+  if (config_.revalidate == Revalidate::kOpen) result.direct_io = NoteLiveOpen(ino, identity);
   result.file = std::make_unique<OpenFile>();
   OpenFile& f = *result.file;
   f.fd = fd;
@@ -182,6 +184,51 @@ Result<bool> FileSystem::Revalidate(ManifestNode* node, bool in_getattr) {
 bool FileSystem::TakePagesToDrop(uint64_t ino) {
   std::lock_guard<std::mutex> lock(pages_mu_);
   return pages_to_drop_.erase(ino) > 0;
+}
+
+bool FileSystem::NoteLiveOpen(uint64_t ino, const FileIdentity& identity) {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  LiveOpens& live = live_opens_[ino];
+  live.newest = identity;
+  bool other = false, counted = false;
+  for (auto& [version, count] : live.versions) {
+    if (version == identity) {
+      ++count;
+      counted = true;
+    } else {
+      other = true;
+    }
+  }
+  if (!counted) live.versions.emplace_back(identity, 1);
+  return other;
+}
+
+void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
+  bool drop_pages = false;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    auto it = live_opens_.find(ino);
+    if (it == live_opens_.end()) return;
+    auto& versions = it->second.versions;
+    for (size_t i = 0; i < versions.size(); ++i) {
+      if (versions[i].first != identity) continue;
+      if (--versions[i].second == 0) {
+        // The old version's reads may have left its bytes in the page cache.
+        drop_pages = identity != it->second.newest;
+        versions.erase(versions.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      break;
+    }
+    if (versions.empty()) live_opens_.erase(it);
+  }
+  if (drop_pages) {
+    std::lock_guard<std::mutex> lock(pages_mu_);
+    if (pages_to_drop_.size() < kMaxPagesToDrop) {
+      pages_to_drop_.insert(ino);
+      return;
+    }
+  }
+  if (drop_pages && notifier_ != nullptr) notifier_->InvalidateInode(ino);
 }
 
 Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
@@ -450,6 +497,7 @@ void FileSystem::Release(std::unique_ptr<OpenFile> file) {
   const double start = Elapsed();
   if (int fd = file->fd.load(std::memory_order_acquire); fd >= 0) (void)env_->Close(fd);
   if (int fd = file->retired_fd.load(std::memory_order_acquire); fd >= 0) (void)env_->Close(fd);
+  if (config_.revalidate == Revalidate::kOpen) NoteLiveRelease(file->ino, file->identity);
   file_stats_.Merge(file->path, file->from_cache ? ReadSource::kCache : ReadSource::kBacking,
                     file->stats.OnClose(start, Elapsed()));
 }

@@ -30,7 +30,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "cache/access_check.h"
@@ -88,6 +90,10 @@ struct OpenFile {
 struct OpenResult {
   std::unique_ptr<OpenFile> file;
   bool keep_cache = true;
+  // With revalidate=open: opens of another version of this file are still live, and their reads
+  // may fill the kernel's shared page cache with their version's bytes; this open's reads must
+  // bypass it (FOPEN_DIRECT_IO). docs/RELIABILITY.md, backing store faults, finding 2.
+  bool direct_io = false;
 };
 
 struct DirListing {
@@ -201,6 +207,12 @@ class FileSystem {
   Result<bool> Revalidate(ManifestNode* node, bool in_getattr);
   // Whether a GETATTR found `ino` changed since its last open (and forgets it).
   bool TakePagesToDrop(uint64_t ino);
+  // With revalidate=open: counts a live open of version `identity` of `ino`; true if opens of
+  // another version are live (the open is then answered with direct I/O).
+  bool NoteLiveOpen(uint64_t ino, const FileIdentity& identity);
+  // ... and its release. When the last open of a version other than the newest opened goes, the
+  // pages it may have read are dropped at the file's next open (pages_to_drop_).
+  void NoteLiveRelease(uint64_t ino, const FileIdentity& identity);
 
   FileSystemConfig config_;
   std::shared_ptr<const BackingTree> backing_;  // null if it could not be opened
@@ -225,6 +237,14 @@ class FileSystem {
   static constexpr size_t kMaxPagesToDrop = 65536;  // beyond it, invalidate at once
   std::mutex pages_mu_;                             // guards pages_to_drop_
   std::unordered_set<uint64_t> pages_to_drop_;
+  // With revalidate=open, per inode with live opens: the identity of its newest open and the
+  // live opens of each version.
+  struct LiveOpens {
+    FileIdentity newest;
+    std::vector<std::pair<FileIdentity, uint64_t>> versions;  // few: usually one
+  };
+  std::mutex live_mu_;  // guards live_opens_
+  std::unordered_map<uint64_t, LiveOpens> live_opens_;
   // No-open mode's kept files; last, so that it is cleared while the rest still stands.
   KeptFiles kept_;
 };

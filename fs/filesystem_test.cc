@@ -402,6 +402,50 @@ TEST_F(FileSystemTest, AChangeAGetattrFoundInvalidatesTheInodeAtTheNextOpen) {
   fs_->set_notifier(nullptr);
 }
 
+// docs/RELIABILITY.md, backing store faults, finding 2: the kernel's page cache is shared by all
+// opens of an inode, and an open of the old version still live after a change refills it with
+// the old bytes. So while one is live, opens of the new version are answered with direct I/O,
+// and once the last is released the next open drops the pages it may have left.
+TEST_F(FileSystemTest, OpensOfANewVersionBypassThePageCacheWhileOldOnesAreLive) {
+  Open(Revalidate::kOpen);
+  RecordingNotifier notifier;
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  auto old_open = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(old_open.ok()) << old_open.status().message();
+  EXPECT_FALSE(old_open->direct_io);
+  auto same = fs_->Open(ino, O_RDONLY);  // the same version: its pages are right
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->direct_io);
+  EXPECT_TRUE(same->keep_cache);
+  fs_->Release(std::move(same->file));
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b");
+  auto new_open = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(new_open.ok());
+  EXPECT_TRUE(new_open->direct_io);
+  EXPECT_FALSE(new_open->keep_cache);
+  auto another = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(another.ok());
+  EXPECT_TRUE(another->direct_io);  // the old open is still live
+  fs_->Release(std::move(another->file));
+  const size_t invalidations = notifier.invalidated.size();
+  fs_->Release(std::move(old_open->file));
+  // The old version's last open is gone: opens are normal again, and the first drops the pages.
+  auto after = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(after->direct_io);
+  EXPECT_FALSE(after->keep_cache);
+  EXPECT_EQ(notifier.invalidated.size(), invalidations + 1);
+  fs_->Release(std::move(after->file));
+  fs_->Release(std::move(new_open->file));
+  auto later = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(later.ok());
+  EXPECT_FALSE(later->direct_io);
+  EXPECT_TRUE(later->keep_cache);
+  fs_->Release(std::move(later->file));
+  fs_->set_notifier(nullptr);
+}
+
 TEST_F(FileSystemTest, EveryWritingOpenIsErofsAndOnlyRegularFilesOpen) {
   Open();
   const uint64_t a = Ino("train/cat/a.jpg");

@@ -14,9 +14,9 @@
 //            neither the listed version nor the new one; under never a read after the change
 //            returns the listed version or an error; a remount serves the new versions. Under
 //            open, reads after the change that still return the listed version are counted
-//            (stale_reads: a known race, docs/RELIABILITY.md). In-place changes under open are
-//            left out of the CI form: a copy staged during one can be published torn (a known
-//            race, docs/RELIABILITY.md); the full form keeps them
+//            (stale_reads: a known race, docs/RELIABILITY.md). A copy staged while an in-place
+//            write ran used to be published torn; the mount's default --stage-settle (2 s),
+//            which every mount of this row keeps, prevents it
 // and the daemon must survive, unmount cleanly and leave a cache that fsck --verify finds equal to
 // the backing store.
 //
@@ -53,6 +53,7 @@ using Seconds = std::chrono::duration<double>;
 struct Figures {
   uint64_t reads = 0, wrong_bytes = 0, errors = 0, unexpected_errors = 0, fsck_findings = 0;
   uint64_t stale_reads = 0;
+  uint64_t deferred_unsettled = 0;  // copies the settle rule put off (staging.deferred_unsettled)
   int hung = 0, daemon_deaths = 0, failed_umounts = 0;
   double max_call = 0, max_wait_on_hang = 0;
   std::string errors_text, problem;
@@ -110,10 +111,13 @@ class BackingFaultReliabilityTest : public ::testing::Test {
       unstuck_ = false;
       return;
     }
-    if (kill(m.pid(), 0) != 0 || !m.Status().contains("pid")) {
+    const nlohmann::json status = m.Status();
+    if (kill(m.pid(), 0) != 0 || !status.contains("pid")) {
       ++f->daemon_deaths;
       return;
     }
+    f->deferred_unsettled +=
+        status.value("staging", nlohmann::json::object()).value("deferred_unsettled", uint64_t{0});
     CommandResult unmounted = m.Umount();
     if (unmounted.exit_code != 0) {
       ++f->failed_umounts;
@@ -171,6 +175,7 @@ void BackingFaultReliabilityTest::Errors(int trial, Figures* f) {
   for (const char* rule : kFailRules) flags.insert(flags.end(), {"--fail", rule});
   if (!MountEmulator(&emulator, flags)) return;
   ClairfsMount m(pfs_, mnt_, cache_);
+  m.KeepDefaultSettle();  // the row runs on the mount's default --stage-settle
   CommandResult mounted = m.Mount();
   if (mounted.exit_code != 0) {
     ADD_FAILURE() << mounted.err;
@@ -213,6 +218,7 @@ void BackingFaultReliabilityTest::Hangs(int trial, Figures* f) {
     return;
   }
   ClairfsMount m(pfs_, mnt_, cache_);
+  m.KeepDefaultSettle();  // the row runs on the mount's default --stage-settle
   CommandResult mounted = m.Mount();
   if (mounted.exit_code != 0) {
     ADD_FAILURE() << mounted.err;
@@ -274,6 +280,7 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
   const std::string backing = dir_ / ("changing-" + revalidate + std::to_string(trial));
   for (const auto& [rel, content] : files_) WriteFile(backing + "/" + rel, content);
   ClairfsMount m(backing, mnt_, cache_);
+  m.KeepDefaultSettle();  // the row runs on the mount's default --stage-settle
   CommandResult mounted = m.Mount({"--revalidate", revalidate});
   if (mounted.exit_code != 0) {
     ADD_FAILURE() << mounted.err;
@@ -413,17 +420,15 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
 
 TEST_F(BackingFaultReliabilityTest, ErrorsHangsAndChangesServeNoWrongByteAndHangNoReader) {
   const int trials = ReliabilityTrials(1, 10);
-  const bool full_form = getenv("CLAIRFS_RELIABILITY_TRIALS") != nullptr;
   const auto test_start = Clock::now();
   Figures errors, hangs, changes_never, changes_open;
   for (int trial = 0; trial < trials; ++trial) {
     Errors(trial, &errors);
     Hangs(trial, &hangs);
     Changes(trial, "never", /*in_place=*/true, &changes_never);
-    // Under open, a file modified in place while it is staged can be published torn (a known
-    // race, docs/RELIABILITY.md): the CI form leaves in-place changes out of this scenario until
-    // it is fixed; the full form and any set trial count keep them.
-    Changes(trial, "open", /*in_place=*/full_form, &changes_open);
+    // In-place changes under open used to publish a torn copy (docs/RELIABILITY.md, finding 1):
+    // the settle rule (--stage-settle) fixed it, and both forms keep them.
+    Changes(trial, "open", /*in_place=*/true, &changes_open);
   }
   ReliabilitySummary summary("backing_store", seed_);
   summary.Set("trials", trials);
@@ -439,7 +444,8 @@ TEST_F(BackingFaultReliabilityTest, ErrorsHangsAndChangesServeNoWrongByteAndHang
                           "/wrong:" + std::to_string(f->wrong_bytes) + "/errors:" + f->errors_text +
                           "/hung:" + std::to_string(f->hung) +
                           "/fsck:" + std::to_string(f->fsck_findings) +
-                          "/stale_reads:" + std::to_string(f->stale_reads));
+                          "/stale_reads:" + std::to_string(f->stale_reads) +
+                          "/deferred_unsettled:" + std::to_string(f->deferred_unsettled));
     wrong += f->wrong_bytes;
     hung += f->hung;
     deaths += f->daemon_deaths;

@@ -27,6 +27,14 @@ std::map<std::string, std::string> MakeFiles(const std::string& root, int count,
 CommandResult ClairfsMount::Mount(const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {ClairfsBin(), "mount", backing_, mountpoint_, "--cache", cache_};
   argv.insert(argv.end(), extra.begin(), extra.end());
+  const bool settle_given = std::any_of(extra.begin(), extra.end(), [](const std::string& a) {
+    return a.find("stage-settle") != std::string::npos ||
+           a.find("stage_settle") != std::string::npos;
+  });
+  if (!default_settle_ && !settle_given) {
+    argv.push_back("--stage-settle");
+    argv.push_back("100ms");
+  }
   CommandResult r = Run(argv, 300);
   if (r.exit_code == 0) {
     pid_ = Status().value("pid", -1);

@@ -26,7 +26,12 @@ class ClairfsMount {
         cache_(std::move(cache)),
         guard_(mountpoint_) {}
   // Runs `clairfs mount BACKING MOUNTPOINT --cache CACHE <extra>`; returns the command result.
+  // Unless `extra` sets --stage-settle or KeepDefaultSettle() was called, it adds
+  // `--stage-settle 100ms`: tests stage files they have just written, and the default settle
+  // (2 s, docs/CACHE.md "The settle rule") would make each wait that long for its copies.
   CommandResult Mount(const std::vector<std::string>& extra = {});
+  // Mounts with the product's default --stage-settle (the backing-store reliability row).
+  void KeepDefaultSettle() { default_settle_ = true; }
   // `clairfs status --json`, parsed (an empty object if it failed).
   nlohmann::json Status();
   // Waits until nothing is queued or in flight for staging (or the timeout passes).
@@ -40,6 +45,7 @@ class ClairfsMount {
   std::string backing_, mountpoint_, cache_;
   MountGuard guard_;
   pid_t pid_ = -1;
+  bool default_settle_ = false;
 };
 
 // Fixture of most mount tests: a temporary directory with an empty backing/ and mnt/, and the

@@ -299,6 +299,47 @@ TEST_F(MountTest, ChangedBackingFileIsNeverServedStale) {
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
+// docs/RELIABILITY.md, backing store faults, finding 2: the kernel's page cache is shared by every
+// open of an inode. An open of the old version, still live after the file changed, refills it
+// with old bytes after the new version's open dropped it: the new open must not read them (it is
+// answered with direct I/O), nor the open after the old one is closed (its pages go then).
+TEST_F(MountTest, PagesAnOldOpenReadNeverServeAnOpenOfTheNewVersion) {
+  const size_t size = 256 * 1024;
+  WriteFile(backing_ + "/a.bin", std::string(size, 'a'));
+  ClairfsMount m(backing_, mnt_, cache_);
+  // Nothing staged: both versions are read from the backing store, each open from its own file.
+  ASSERT_EQ(
+      m.Mount({"--revalidate", "open", "--no-read-through", "--passthrough", "off"}).exit_code, 0);
+  const auto pread_all = [size](int fd) {
+    std::string out(size, '\0');
+    size_t got = 0;
+    while (got < size) {
+      const ssize_t n = pread(fd, out.data() + got, size - got, static_cast<off_t>(got));
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    out.resize(got);
+    return out;
+  };
+  const std::string path = mnt_ + "/a.bin";
+  const int old_fd = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(old_fd, 0);
+  EXPECT_EQ(pread_all(old_fd), std::string(size, 'a'));
+  // Replaced by rename with the same size: the old open keeps reading the old file.
+  WriteFile(backing_ + "/a.bin.new", std::string(size, 'B'));
+  ASSERT_EQ(rename((backing_ + "/a.bin.new").c_str(), (backing_ + "/a.bin").c_str()), 0);
+  const int new_fd = open(path.c_str(), O_RDONLY);  // finds the change: the pages are dropped
+  ASSERT_GE(new_fd, 0);
+  // The old open reads again: old bytes, into the page cache the new open shares.
+  EXPECT_EQ(pread_all(old_fd), std::string(size, 'a'));
+  EXPECT_EQ(pread_all(new_fd), std::string(size, 'B'));
+  close(old_fd);
+  close(new_fd);
+  // Both closed: the next open reads the new version, not the pages the old open left.
+  EXPECT_EQ(ReadAll(path), std::string(size, 'B'));
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
 // --revalidate never, what the README promises: the dataset is the one listed at mount. A
 // staged file keeps its listed version; an unstaged file that changed is refused (ESTALE, counted)
 // rather than served as another version than the one listed.

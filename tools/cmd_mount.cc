@@ -104,6 +104,13 @@ void RegisterMount(CLI::App& app) {
          "--stage-bandwidth", item("stage_bandwidth"),
          "Cap on staging reads from the backing store, MB/s (default 0 = none)")
       ->type_name("MB/s");
+  cmd->add_option_function<std::string>(
+         "--stage-settle", item("stage_settle"),
+         "A file changed less than this before its copy began is staged later, once it has not "
+         "changed for this long: a write under way could otherwise be copied half old, half new "
+         "(default 2s; 0 = off; seconds, e.g. 0.5, or 250ms). Reads never wait for it; must "
+         "exceed how far the backing store's clock lags the node's")
+      ->type_name("DURATION");
   cmd->add_option_function<std::string>("--scan-threads", item("scan_threads"),
                                         "Threads listing the backing tree at mount (default 8)")
       ->type_name("N");

@@ -126,6 +126,14 @@ void PrintHuman(const nlohmann::json& j) {
       FormatBytes(s.value("bytes_staged", uint64_t{0})).c_str(),
       static_cast<unsigned long long>(s.value("failures", uint64_t{0})),
       static_cast<unsigned long long>(s.value("skipped", uint64_t{0})));
+  if (s.value("deferred_unsettled", uint64_t{0}) > 0) {
+    printf(
+        "            %llu copies put off because their file had changed within the last %.3g s "
+        "(--stage-settle), %llu waiting for it now\n",
+        static_cast<unsigned long long>(s.value("deferred_unsettled", uint64_t{0})),
+        s.value("settle_seconds", 0.0),
+        static_cast<unsigned long long>(s.value("deferred", uint64_t{0})));
+  }
   if (j.contains("passthrough")) {
     const auto& p = j["passthrough"];
     if (p.value("state", "off") == "on") {

@@ -34,7 +34,8 @@ const std::set<std::string>& CounterNames() {
                                               "staging_files_staged",
                                               "staging_bytes_staged",
                                               "staging_failures",
-                                              "staging_skipped"};
+                                              "staging_skipped",
+                                              "staging_deferred_unsettled"};
   return names;
 }
 

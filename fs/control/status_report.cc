@@ -105,6 +105,11 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"bytes_staged", stager.bytes_staged},
       {"failures", stager.failures},
       {"skipped", stager.skipped},
+      // Copies put off because their file changed within the settle time (--stage-settle),
+      // and those waiting for it now (part of queued).
+      {"deferred_unsettled", stager.deferred_unsettled},
+      {"deferred", stager.deferred},
+      {"settle_seconds", static_cast<double>(stager.settle_ns) / 1e9},
       {"bytes_per_second", uptime > 0 ? static_cast<double>(stager.bytes_staged) / uptime : 0.0}};
   j["read_requests"] = c.read_requests.Get();
   j["open_requests"] = c.open_requests.Get();

@@ -368,6 +368,7 @@ Status StartDaemon(Daemon* d) {
   stager_options.threads = d->options.stage_threads;
   stager_options.bandwidth = d->options.stage_bandwidth;
   stager_options.drop_pages = d->options.open_mode == OpenMode::kNoOpen;
+  stager_options.settle_ns = d->options.stage_settle_ns;
   d->stager = std::make_unique<Stager>(stager_options, d->store.get(), env);
   d->device_probe =
       std::make_unique<CacheDeviceProbe>(d->store.get(), d->cache_dir->root() + "/FORMAT");

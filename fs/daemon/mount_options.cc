@@ -37,7 +37,7 @@ std::string SettingOf(const std::string& k) {
       "scan_threads", "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
       "held_copies",  "list_ahead",      "sched",        "fuse_uring",    "log_file",
       "plan",         "layout",          "layout_root",  "plan_window",   "metrics_file",
-      "peer_key",     "request_threads", "open_mode",    "kept_files"};
+      "peer_key",     "request_threads", "open_mode",    "kept_files",   "stage_settle"};
   if (k == "no_read_through") return "read_through";
   for (const char* setting : kSettings) {
     if (k == setting) return setting;
@@ -67,6 +67,42 @@ bool ParseSeconds(const std::string& value, double* seconds) {
   if (digits == 0 || value.back() == '.') return false;
   *seconds = std::strtod(value.c_str(), nullptr);
   return true;
+}
+
+// A duration as seconds ("2", "0.5", "2s") or milliseconds ("250ms"): digits with an optional
+// fraction down to the nanosecond, no sign or exponent; in nanoseconds, at most `max_ns`.
+bool ParseDurationNs(const std::string& text, uint64_t max_ns, uint64_t* ns) {
+  std::string value = text;
+  uint64_t unit = 1'000'000'000;
+  int max_fraction = 9;
+  if (value.size() > 2 && value.compare(value.size() - 2, 2, "ms") == 0) {
+    value.resize(value.size() - 2);
+    unit = 1'000'000;
+    max_fraction = 6;
+  } else if (value.size() > 1 && value.back() == 's') {
+    value.pop_back();
+  }
+  const size_t dot = value.find('.');
+  const std::string whole = value.substr(0, dot);
+  const std::string fraction = dot == std::string::npos ? "" : value.substr(dot + 1);
+  const auto digits = [](const std::string& s) {
+    return s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (whole.empty() || whole.size() > 12 || !digits(whole) || !digits(fraction) ||
+      (dot != std::string::npos && fraction.empty()) ||
+      static_cast<int>(fraction.size()) > max_fraction) {
+    return false;
+  }
+  uint64_t frac_ns = 0;
+  uint64_t scale = unit;
+  for (char c : fraction) {
+    scale /= 10;
+    frac_ns += static_cast<uint64_t>(c - '0') * scale;
+  }
+  const uint64_t w = std::stoull(whole);
+  if (w > max_ns / unit) return false;
+  *ns = w * unit + frac_ns;
+  return *ns <= max_ns;
 }
 
 }  // namespace
@@ -171,6 +207,13 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     auto bw = ParseBandwidthMBps(value);
     if (!bw.ok()) return invalid(bw.status().message());
     o->stage_bandwidth = *bw;
+  } else if (k == "stage_settle") {
+    if (!has_value) return need_value();
+    uint64_t ns = 0;
+    if (!ParseDurationNs(value, 3600'000'000'000, &ns)) {
+      return expected("a duration from 0 to 3600 s (e.g. 2, 0.5s or 250ms)");
+    }
+    o->stage_settle_ns = ns;
   } else if (k == "read_mode") {
     auto mode = ParseReadMode(value);
     if (!mode.ok()) return expected("pread or splice");

@@ -59,6 +59,9 @@ struct MountOptions {
   // waits on a hung backing store holds one; more of them than this stall every reader.
   int request_threads = 128;
   uint64_t stage_bandwidth = 0;  // bytes/s; 0 = unlimited
+  // A copy of a file whose ctime is less than this before the copy began is not published but
+  // staged again later: it may still be being written (StagerOptions::settle_ns). 0 = off.
+  uint64_t stage_settle_ns = 2'000'000'000;
   bool allow_other = false;
   bool suid = false;  // by default nosuid,nodev
   bool dev = false;

@@ -119,6 +119,9 @@ std::vector<std::string> WriteOut(const MountOptions& o) {
   add(o.stage_bandwidth != d.stage_bandwidth,
       "stage_bandwidth=" + std::to_string(o.stage_bandwidth / 1000000) + "." +
           std::to_string(1000000 + o.stage_bandwidth % 1000000).substr(1));
+  add(o.stage_settle_ns != d.stage_settle_ns,
+      "stage_settle=" + std::to_string(o.stage_settle_ns / 1000000000) + "." +
+          std::to_string(1000000000 + o.stage_settle_ns % 1000000000).substr(1));
   add(o.allow_other, "allow_other");
   add(o.suid, "suid");
   add(o.dev, "dev");

@@ -58,6 +58,35 @@ TEST(MountOptions, CountsAreDecimalInRange) {
   EXPECT_DOUBLE_EQ(o.attr_timeout, 0.5);
 }
 
+TEST(MountOptions, StageSettleIsADurationDefaulting2s) {
+  MountOptions o;
+  EXPECT_EQ(o.stage_settle_ns, 2'000'000'000u);
+  const std::pair<const char*, uint64_t> good[] = {{"0", 0},
+                                                   {"2", 2'000'000'000},
+                                                   {"0.5", 500'000'000},
+                                                   {"2s", 2'000'000'000},
+                                                   {"250ms", 250'000'000},
+                                                   {"0.001", 1'000'000},
+                                                   {"1.5ms", 1'500'000},
+                                                   {"3600", 3600'000'000'000},
+                                                   {"0.000000001", 1}};
+  for (const auto& [text, ns] : good) {
+    ASSERT_TRUE(Apply({std::string("stage_settle=") + text}, &o).ok()) << text;
+    EXPECT_EQ(o.stage_settle_ns, ns) << text;
+  }
+  for (const char* bad :
+       {"stage_settle=", "stage_settle", "stage_settle=-1", "stage_settle=1e3", "stage_settle=3601",
+        "stage_settle=2h", "stage_settle=.5", "stage_settle=1.", "stage_settle=0.0000000001",
+        "stage_settle=ms", "stage_settle= 2", "stage_settle=0x10"}) {
+    Status st = Apply({bad});
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.code(), EINVAL);
+    EXPECT_NE(st.message().find("--stage-settle (-o stage_settle)"), std::string::npos)
+        << st.message();
+  }
+  EXPECT_FALSE(Apply({"stage_settle=1", "stage-settle=2"}).ok());  // given twice
+}
+
 TEST(MountOptions, ASettingGivenTwiceIsRefused) {
   // A flag and an -o item, two -o lists, or the flag twice: all reach ApplyMountOptionItems.
   for (const std::vector<std::string>& items :

@@ -223,6 +223,7 @@ void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   OpenFile* file = opened->file.release();
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->keep_cache = opened->keep_cache ? 1 : 0;
+  fi->direct_io = opened->direct_io ? 1 : 0;  // past the page cache another version's opens fill
   fi->noflush = 1;  // nothing to flush on a read-only file: save the FLUSH round trip on close
   if (file->held_handle >= 0) {
     // Claimed a copy the kernel already holds (only passthrough hands out handles).
