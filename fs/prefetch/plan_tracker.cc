@@ -89,13 +89,21 @@ bool PlanTracker::MatchLocked(uint32_t file) {
       const uint64_t p = slot / uses->ranks;
       RankState& rank = ranks_[slot % uses->ranks];
       if (rank.epoch + 1 == uses->epoch && which == 1) {
-        // A rank within a window of its epoch's end may go on to the next epoch's first window:
-        // a reader whose last files of an epoch never reach the daemon (served from the kernel's
-        // page cache on a no-open mount, which also leaves the cursor up to 3/4 of a window
-        // behind its last match) still moves on. The rest of its epoch is given up.
-        const uint64_t left = rank.consumed[rank.epoch & 1].size() - rank.cursor;
-        if (left >= config_.window || p >= config_.window) continue;
-        rank.cursor = rank.consumed[rank.epoch & 1].size();
+        // A rank whose matches reached the last quarter window of its epoch may go on to the next
+        // epoch's first quarter window, while the reader follows the plan (under a quarter of
+        // the recent opens mismatched): a reader whose last files of an epoch never reach the
+        // daemon (served from the kernel's page cache on a no-open mount, or skipped) still moves
+        // on, and the rest of its epoch is given up. A reader of another order matches with
+        // probability (positions open to it) / epoch; on a dataset not much larger than the
+        // window it is the window's shrinking at the epoch's end that exposes it, so it is never
+        // moved on this way.
+        const uint64_t quarter = std::max<uint64_t>(1, config_.window / 4);
+        const uint64_t size = rank.consumed[rank.epoch & 1].size();
+        if (size - rank.furthest >= quarter || p >= quarter ||
+            recent_mismatches_ * 4 >= recent_.size()) {
+          continue;
+        }
+        rank.cursor = size;
         MoveFinishedRanksLocked();
       }
       if (rank.epoch != uses->epoch || p < rank.cursor || p >= rank.cursor + config_.window) {
@@ -104,6 +112,7 @@ bool PlanTracker::MatchLocked(uint32_t file) {
       std::vector<uint8_t>& consumed = rank.consumed[uses->epoch & 1];
       if (consumed[p]) continue;
       consumed[p] = 1;
+      rank.furthest = std::max(rank.furthest, p + 1);
       last_match_[file] = TimeOfLocked(uses->epoch, p) + 1;
       // A reader that skipped positions (an epoch broken off, a sample filtered out) must not
       // pin the cursor: positions more than half a window behind a match are given up.
@@ -124,6 +133,7 @@ void PlanTracker::MoveFinishedRanksLocked() {
         rank.cursor >= rank.consumed[rank.epoch & 1].size()) {
       rank.epoch = next->epoch;
       rank.cursor = 0;
+      rank.furthest = 0;
       const std::vector<uint8_t>& consumed = rank.consumed[rank.epoch & 1];
       while (rank.cursor < consumed.size() && consumed[rank.cursor]) ++rank.cursor;
     }

@@ -112,6 +112,7 @@ class PlanTracker final : public PlanOracle {
   struct RankState {
     uint64_t epoch = 0;
     uint64_t cursor = 0;
+    uint64_t furthest = 0;             // 1 + the furthest position matched in `epoch`
     std::vector<uint8_t> consumed[2];  // by epoch parity: 1 = position opened
   };
 
