@@ -336,6 +336,9 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
 Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t offset) {
   const bool first_read = offset == 0;
   std::shared_ptr<OpenFile> kept = kept_.Get(ino);
+  // A file kept from the backing store whose copy was staged since is opened again, from the
+  // copy: its READs no longer go to the PFS.
+  if (kept != nullptr && !kept->from_cache && store_->Contains(kept->path)) kept = nullptr;
   if (kept != nullptr && (!first_read || CountKeptHit(*kept))) return kept;
   auto opened = OpenCounted(ino, O_RDONLY, /*open_copy_now=*/true, nullptr, first_read);
   if (!opened.ok()) return opened.status();

@@ -97,7 +97,7 @@ int RunDemo(const DemoArgs& a) {
   fflush(stdout);
   {
     ProgressMeter meter("writing", files->size(), TotalSize(*files), StderrIsTerminal());
-    DatasetWriteOptions wo;
+    DatasetWriteOptions wo = SettledForMount();
     wo.progress = [&](uint64_t f, uint64_t b) { meter.Update(f, b); };
     auto written = WriteSyntheticDataset(dataset, *files, wo);
     meter.Finish();

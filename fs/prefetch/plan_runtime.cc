@@ -146,7 +146,11 @@ void PlanRuntime::Loop() {
     const auto now = std::chrono::steady_clock::now();
     std::optional<PassInputs> inputs;
     if (tracker) inputs = InputsOf(tracker.get());
-    if (inputs && last_inputs && *inputs == *last_inputs && now - last_pass < kUnchangedRecheck) {
+    // Not while files are left to the reader: a reader that stopped (between epochs, at a
+    // checkpoint) must see its pace decay to 0 in the passes' samples, or the next files it will
+    // read stay unstaged until it comes back for them.
+    if (inputs && last_inputs && *inputs == *last_inputs && now - last_pass < kUnchangedRecheck &&
+        left_to_reader_.load() == 0) {
       lock.lock();
       continue;
     }
@@ -256,7 +260,11 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   const uint64_t occupied = store.used_bytes + store.reserved_bytes;
   const uint64_t free = budget > occupied ? budget - occupied : 0;
   std::vector<PlannedFile> upcoming = tracker->Upcoming(deps_.max_lookahead);
-  if (!upcoming.empty()) UpdateLead(upcoming.front().time);
+  if (!upcoming.empty()) {
+    UpdateLead(upcoming.front().time);
+  } else {
+    left_to_reader_ = 0;  // the plan is read to its end: nothing is left to anyone
+  }
   struct Admitted {
     uint32_t file;
     uint64_t time;

@@ -359,6 +359,15 @@ TEST_F(PlanRuntimeTest, LeavesToTheReaderTheFilesItReachesBeforeACopyFinishes) {
   runtime_->RunPass();
   EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 4u);
   EXPECT_EQ(queue_.queued, std::set<std::string>(order_.begin() + 36, order_.end()));
+  // The reader stops (between epochs, at a checkpoint): its pace halves with each pass's sample
+  // until nothing is left to it, and the files it was left are asked for (the thread keeps
+  // passing while anything is left to the reader, however unchanged the mount).
+  for (int i = 0; i < 8 && runtime_->StatusJson()["left_to_reader"] != 0u; ++i) {
+    clock_.AdvanceMs(125);
+    runtime_->RunPass();
+  }
+  EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 0u);
+  EXPECT_EQ(queue_.queued, std::set<std::string>(order_.begin() + 32, order_.end()));
 }
 
 TEST_F(PlanRuntimeTest, AMismatchedReaderGetsThePlanDroppedAndItsRequestsWithdrawn) {

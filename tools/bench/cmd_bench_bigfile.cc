@@ -145,7 +145,7 @@ Status Measure(const BigfileArgs& args, nlohmann::json* out) {
   spec.sizes.shard_bytes = *size;
   auto files = PlanSyntheticDataset(spec);
   if (!files.ok()) return files.status();
-  auto written = WriteSyntheticDataset(*backing, *files, {});
+  auto written = WriteSyntheticDataset(*backing, *files, SettledForMount());
   if (!written.ok()) return written.status();
   const std::string through = *mnt + "/" + (*files)[0].relpath;
 

@@ -270,6 +270,34 @@ const char* PolicyName(Policy policy) {
   return "?";
 }
 
+// After the reads and their staging: until the plan's prefetcher leaves nothing to the reader
+// (a stopped reader's pace decays within about a second) and nothing is queued, twice 300 ms
+// apart. Staging idle alone is not the end: the files left to the reader while it read are the
+// next epoch's first, queued only once its pace has decayed, and the remount for the next epoch
+// would lose them.
+Status WaitPrefetcherQuiet(const std::string& mnt) {
+  auto quiet = [](const nlohmann::json& s) {
+    return s["plan"].is_object() && s["plan"].value("left_to_reader", uint64_t{1}) == 0 &&
+           s["staging"].value("queued", 1) == 0 && s["staging"].value("in_flight", 1) == 0;
+  };
+  std::string last;
+  for (int i = 0; i < 200; ++i) {
+    auto before = MountStatus(mnt);
+    if (!before.ok()) return before.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto after = MountStatus(mnt);
+    if (!after.ok()) return after.status();
+    if (quiet(*before) && quiet(*after)) return Status::Ok();
+    last = (*after)["plan"].dump() + " " + (*after)["staging"].dump();
+    // A dropped plan leaves nothing more to stage.
+    if ((*after)["plan"].is_object() && (*after)["plan"].value("dropped", false)) {
+      return Status::Ok();
+    }
+  }
+  return Status::Error(ETIMEDOUT,
+                       "the plan's prefetcher on " + mnt + " did not settle in 60 s: " + last);
+}
+
 // The heat run's prolog on the freshly mounted cache, as a job script would run it before
 // training: import the earlier job's Darshan logs (every file in `log_dir`), then stage the
 // hottest files that fit and wait. Returns what it did, read back from the mount.
@@ -341,6 +369,7 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
     auto read_end = MountStatus(in.mnt);
     if (!read_end.ok()) return read_end.status();
     CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(in.mnt));
+    if (plan) CLAIRFS_RETURN_IF_ERROR(WaitPrefetcherQuiet(in.mnt));
     auto after = MountStatus(in.mnt);
     if (!after.ok()) return after.status();
     if (policy == Policy::kLru && !log_dir.empty()) {
@@ -440,7 +469,7 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
   auto files = PlanSyntheticDataset(spec);
   if (!files.ok()) return files.status();
   in.files = *files;
-  auto written = WriteSyntheticDataset(in.dataset, in.files, {});
+  auto written = WriteSyntheticDataset(in.dataset, in.files, SettledForMount());
   if (!written.ok()) return written.status();
   for (const auto& f : in.files) in.dataset_blocks += Blocks(f.size);
   auto epochs = PlanEpochs(a, in.dataset, in.files);

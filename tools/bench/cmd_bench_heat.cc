@@ -195,7 +195,7 @@ Status Measure(const HeatBenchArgs& args, nlohmann::json* out) {
   if (!large.ok()) return large.status();
   std::vector<SyntheticFile> files = *small;
   files.insert(files.end(), large->begin(), large->end());
-  auto written = WriteSyntheticDataset(*data, files, {});
+  auto written = WriteSyntheticDataset(*data, files, SettledForMount());
   if (!written.ok()) return written.status();
   const uint64_t expected = TotalSize(files);
   const uint64_t capacity =

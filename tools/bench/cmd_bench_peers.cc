@@ -648,7 +648,7 @@ Status Measure(const PeersArgs& a, nlohmann::json* out) {
   auto files = PlanSyntheticDataset(spec);
   if (!files.ok()) return files.status();
   in.files = *files;
-  auto written = WriteSyntheticDataset(in.dataset, in.files, {});
+  auto written = WriteSyntheticDataset(in.dataset, in.files, SettledForMount());
   if (!written.ok()) return written.status().WithContext("dataset " + in.dataset);
   uint64_t blocks = 0;
   for (const auto& f : in.files) {

@@ -96,7 +96,7 @@ Status Measure(const OverheadArgs& args, nlohmann::json* out) {
   if (!big.ok()) return big.status();
   std::vector<SyntheticFile> all = *small;
   all.insert(all.end(), big->begin(), big->end());
-  auto written = WriteSyntheticDataset(data, all, {});
+  auto written = WriteSyntheticDataset(data, all, SettledForMount());
   if (!written.ok()) return written.status();
 
   // Warm the backing files' page cache so both sides read from memory.

@@ -172,7 +172,7 @@ Status Measure(const SoakArgs& args, nlohmann::json* out) {
     auto planned = PlanSyntheticDataset(spec);
     if (!planned.ok()) return planned.status();
     files = std::move(*planned);
-    auto written = WriteSyntheticDataset(*data, files, {});
+    auto written = WriteSyntheticDataset(*data, files, SettledForMount());
     if (!written.ok()) return written.status();
     auto mounted = MountDataset(args, work, *data, TotalSize(files), &stack);
     if (!mounted.ok()) return mounted.status();

@@ -290,7 +290,7 @@ Status Measure(const StageBenchArgs& args, const std::string& work, nlohmann::js
   small_spec.sizes = *sizes;
   auto small = PlanSyntheticDataset(small_spec);
   if (!small.ok()) return Status::Invalid(small.status().message());
-  auto written = WriteSyntheticDataset(small_data, *small, {});
+  auto written = WriteSyntheticDataset(small_data, *small, SettledForMount());
   if (!written.ok()) return written.status();
   uint64_t small_bytes = 0;
   for (const auto& f : *small) small_bytes += f.size;
@@ -381,7 +381,7 @@ Status Measure(const StageBenchArgs& args, const std::string& work, nlohmann::js
   big_spec.sizes = *big_sizes;
   auto big = PlanSyntheticDataset(big_spec);
   if (!big.ok()) return Status::Invalid(big.status().message());
-  auto big_written = WriteSyntheticDataset(big_data, *big, {});
+  auto big_written = WriteSyntheticDataset(big_data, *big, SettledForMount());
   if (!big_written.ok()) return big_written.status();
   uint64_t big_bytes = 0;
   for (const auto& f : *big) big_bytes += f.size;

@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
+#include "fs/daemon/mount_options.h"
 #include "planner/synthetic_content.h"
 
 namespace clairfs {
@@ -210,6 +213,11 @@ Result<DatasetWriteStats> WriteSyntheticDataset(const std::string& dir,
     ++files_done;
     bytes_done += file.size;
     if (options.progress) options.progress(files_done, bytes_done);
+  }
+  if (options.wait_settled && stats.written_files > 0) {
+    // The last write set its file's ctime now.
+    std::this_thread::sleep_for(std::chrono::nanoseconds(MountOptions{}.stage_settle_ns) +
+                                std::chrono::milliseconds(100));
   }
   return stats;
 }

@@ -32,7 +32,18 @@ struct DatasetWriteOptions {
   // Called after each planned file with the running totals (files and bytes done, kept or
   // written).
   std::function<void(uint64_t files_done, uint64_t bytes_done)> progress;
+  // Return only once the files written are older than a mount's default --stage-settle, as a
+  // dataset on a PFS is: a mount over files written moments ago puts off staging them, which a
+  // bench would measure as slowness of the mount (docs/CACHE.md, "The settle rule").
+  bool wait_settled = false;
 };
+
+// The options of a dataset a mount serves next (wait_settled).
+inline DatasetWriteOptions SettledForMount() {
+  DatasetWriteOptions options;
+  options.wait_settled = true;
+  return options;
+}
 
 struct DatasetWriteStats {
   uint64_t written_files = 0;
