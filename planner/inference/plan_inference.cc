@@ -66,8 +66,8 @@ Verdict Judge(const Followed& f, const std::vector<Reader>& readers, uint32_t wo
           rr.rank = p % world;
           furthest = p / world;
           ++v.anchors;
-        } else {
-          ++rr.mismatches;  // unknown positions are >= prefix, past every world's window
+        } else if (p != kUnknown || f.prefix / world >= window) {
+          ++rr.mismatches;  // (an unknown position is >= prefix) else undecided
         }
         continue;
       }
@@ -394,7 +394,22 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
     out.stage1_seconds = std::chrono::duration<double>(stage2_start - start).count();
 
     // Stage 2 for the survivors.
+    // A survivor is first followed through the largest world's first 32 steps: unless some world
+    // finds K matches there (a true candidate's early opens are there; a chance survivor matches
+    // nothing), the whole prefix is not worth following.
+    const uint32_t first_steps = std::min<uint32_t>(prefix, 32 * max_world);
     for (uint64_t s : survivors) {
+      Mt19937 scout_mt(s);
+      checker.RunRandpermPrefix(first_steps, [&] { return scout_mt.Next32(); }, landed);
+      Followed early = follow(SamplerKind::kTorchDistributed, s, first_steps);
+      bool promising = false;
+      for (uint32_t w = 1; w <= max_world && !promising; ++w) {
+        Verdict v = Judge(early, readers, w, window, out.min_evidence,
+                          options.max_mismatch_fraction, checked_total);
+        promising = v.matches >= std::min<uint64_t>(out.min_evidence, 2);
+      }
+      if (!promising) continue;
+      ++out.followed;
       Mt19937 mt(s);
       checker.RunRandpermPrefix(prefix, [&] { return mt.Next32(); }, landed);
       consider(follow(SamplerKind::kTorchDistributed, s, prefix), max_world);
@@ -403,6 +418,9 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
         std::chrono::duration<double>(std::chrono::steady_clock::now() - stage2_start).count();
   }
 
+  const uint32_t far_from = static_cast<uint32_t>(std::min<uint64_t>(
+      UINT32_MAX, uint64_t{window} * (options.checked_per_reader + 2)));
+  const uint64_t most_far = AllowedMismatches(options.max_mismatch_fraction, checked_total);
   for (uint64_t s : options.popular_seeds) {
     if (options.torch_random) {
       TorchGenerator generator(s);
@@ -410,15 +428,22 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
       checker.RunRandpermPrefix(prefix, [&] { return generator.Random(); }, landed);
       consider(follow(SamplerKind::kTorchRandom, s, prefix), 1);
     }
+    // A NumPy candidate (world 1) cannot explain the opens once more than the allowed
+    // mismatches settle past window * (checked_per_reader + 2): no chain of matches, each at most
+    // a window beyond the last, reaches there. Wrong seeds stop after a fraction of the shuffle.
     if (options.numpy && s <= UINT32_MAX) {
       NumpyRandomState rs(static_cast<uint32_t>(s));
-      checker.RunNumpyShuffle(rs, landed);
-      consider(follow(SamplerKind::kNumpy, s, n), 1);
+      if (checker.RunNumpyShuffle(rs, landed, far_from, most_far)) {
+        consider(follow(SamplerKind::kNumpy, s, n), 1);
+      }
+      position_of.clear();
     }
     if (options.numpy_rng) {
       Pcg64 bitgen(SeedWords(s));
-      checker.RunNumpyShuffle(bitgen, landed);
-      consider(follow(SamplerKind::kNumpyRng, s, n), 1);
+      if (checker.RunNumpyShuffle(bitgen, landed, far_from, most_far)) {
+        consider(follow(SamplerKind::kNumpyRng, s, n), 1);
+      }
+      position_of.clear();
     }
   }
 

@@ -21,7 +21,8 @@
 // the first L = anchor_steps * max_world positions, following the first observations of the
 // readers; s survives when enough of them land there (a reader's first steps are at positions
 // rank + world * step). Stage 2 follows the first `checked_per_reader` observations of every
-// reader through a longer prefix of each survivor (and of each popular-seed candidate) and tries
+// reader (first through the largest world's first 32 steps, where a survivor must show two
+// matches under some world to be followed further; a chance survivor shows none) through a longer prefix of each survivor (and of each popular-seed candidate) and tries
 // every world: a reader's anchor is its first observation within `window` steps of the epoch's
 // start, which fixes its rank; every later observation must sit at that rank within `window`
 // steps of the reader's furthest step (a match) or not (a mismatch). A candidate explains the
@@ -116,6 +117,7 @@ struct InferenceResult {
   uint64_t stage1_positions = 0;  // L
   uint32_t stage1_hits = 0;       // landings a seed needed to survive
   uint64_t survivors = 0;
+  uint64_t followed = 0;  // survivors followed through the whole stage-2 prefix
   uint64_t stage2_prefix = 0;
   double stage1_seconds = 0;  // the scan of every torch-distributed s
   double stage2_seconds = 0;  // its survivors followed and judged

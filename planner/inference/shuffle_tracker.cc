@@ -36,6 +36,14 @@ size_t ShuffleTracker::Find(uint32_t position) const {
   return live_.size();  // unreachable while bits_ and live_ agree
 }
 
+uint32_t ShuffleTracker::NextHeld(uint32_t from) const {
+  uint32_t best = UINT32_MAX;
+  for (const auto& [position, value] : live_) {
+    if (position >= from && position < best) best = position;
+  }
+  return best;
+}
+
 void ShuffleTracker::GrowMultipliers(uint32_t prefix) {
   size_t have = multipliers_.size();
   if (prefix <= have) return;

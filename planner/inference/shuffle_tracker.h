@@ -42,10 +42,12 @@ class ShuffleTracker {
   void RunRandpermPrefix(uint32_t prefix, Draw&& draw, Landed&& landed);
 
   // NumPy's permutation(n) with `bitgen` (NumpyRandomState or Pcg64): calls landed(position,
-  // value) for every tracked value (those that settle before the end in position order, then the
-  // rest).
+  // value) for every tracked value, in the order they settle (from the end). Stops early, and
+  // returns false, once more than `most_far` tracked values have settled at positions >=
+  // `far_from` (a candidate that cannot explain the opens any more); else returns true.
   template <typename BitGen, typename Landed>
-  void RunNumpyShuffle(BitGen& bitgen, Landed&& landed);
+  bool RunNumpyShuffle(BitGen& bitgen, Landed&& landed, uint32_t far_from = UINT32_MAX,
+                       uint64_t most_far = UINT64_MAX);
 
  private:
   bool Holds(uint32_t position) const { return (bits_[position >> 6] >> (position & 63)) & 1u; }
@@ -53,6 +55,8 @@ class ShuffleTracker {
   void Clear(uint32_t position) { bits_[position >> 6] &= ~(uint64_t{1} << (position & 63)); }
   // Index in live_ of the tracked value now at `position` (which Holds).
   size_t Find(uint32_t position) const;
+  // The smallest position >= from that holds a tracked value (UINT32_MAX if none).
+  uint32_t NextHeld(uint32_t from) const;
   // Before a run: puts every tracked value back at its own position if the last run moved any.
   void Reset();
   void GrowMultipliers(uint32_t prefix);
@@ -79,15 +83,18 @@ void ShuffleTracker::RunRandpermPrefix(uint32_t prefix, Draw&& draw, Landed&& la
   // torch draws n-1 times: the last position is final without a draw.
   const uint32_t steps = prefix < n_ ? prefix : n_ - 1;
   const uint64_t* m = multipliers_.data();
+  // Position i holds a tracked value only at the smallest live position; checking that with one
+  // compare instead of a bit test keeps the common step to a multiply, a bit test and a branch.
+  uint32_t next_held = NextHeld(0);
   for (uint32_t i = 0; i < steps; ++i) {
     const uint32_t d = n_ - i;
     const uint32_t z = i + FastMod32(draw(), m[i], d);
-    if (Holds(z) | Holds(i)) [[unlikely]] {
+    if (Holds(z) | (i == next_held)) [[unlikely]] {
       dirty_ = true;
       if (Holds(z)) {
         size_t k = Find(z);
         landed(i, live_[k].second);
-        if (z != i && Holds(i)) {
+        if (z != i && i == next_held) {
           size_t u = Find(i);
           live_[u].first = z;  // the value at i moves to z
           Clear(i);
@@ -102,6 +109,7 @@ void ShuffleTracker::RunRandpermPrefix(uint32_t prefix, Draw&& draw, Landed&& la
         Clear(i);
         Set(z);
       }
+      next_held = NextHeld(i + 1);
     }
   }
   if (steps < prefix && Holds(steps)) {  // position n-1
@@ -115,9 +123,11 @@ void ShuffleTracker::RunRandpermPrefix(uint32_t prefix, Draw&& draw, Landed&& la
 }
 
 template <typename BitGen, typename Landed>
-void ShuffleTracker::RunNumpyShuffle(BitGen& bitgen, Landed&& landed) {
+bool ShuffleTracker::RunNumpyShuffle(BitGen& bitgen, Landed&& landed, uint32_t far_from,
+                                     uint64_t most_far) {
   Reset();
   dirty_ = true;
+  uint64_t far = 0;
   for (uint32_t i = n_ > 0 ? n_ - 1 : 0; i >= 1; --i) {
     const uint32_t j = static_cast<uint32_t>(NumpyRandomInterval(bitgen, i));
     const bool hi = Holds(i), hj = Holds(j);
@@ -126,6 +136,7 @@ void ShuffleTracker::RunNumpyShuffle(BitGen& bitgen, Landed&& landed) {
       if (hj) {
         size_t k = Find(j);
         landed(i, live_[k].second);
+        if (i >= far_from && ++far > most_far) return false;
         if (j != i && hi) {
           size_t u = Find(i);
           live_[u].first = j;
@@ -148,6 +159,7 @@ void ShuffleTracker::RunNumpyShuffle(BitGen& bitgen, Landed&& landed) {
     Clear(position);
   }
   live_.clear();
+  return true;
 }
 
 }  // namespace clairfs
