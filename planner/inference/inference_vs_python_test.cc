@@ -71,9 +71,9 @@ TEST(InferenceVsPython, RecognisesOrdersOfTheRealLibraries) {
     const char* key;
     const char* spec;
   };
-  for (const Case& c : {Case{"torch_random", "torch-random:seed=42"},
-                        Case{"numpy", "numpy:seed=3407"},
-                        Case{"numpy_rng", "numpy-rng:seed=2024"}}) {
+  for (const Case& c :
+       {Case{"torch_random", "torch-random:seed=42"}, Case{"numpy", "numpy:seed=3407"},
+        Case{"numpy_rng", "numpy-rng:seed=2024"}}) {
     std::vector<Observation> opens;
     for (const auto& i : orders[c.key]) opens.push_back({i.get<uint64_t>(), 0});
     InferenceResult one = InferPlan(opens, n, search);

@@ -59,7 +59,7 @@ __attribute__((target_clones("avx2", "default"))) void Mt19937Lanes::TwistPrefix
 }
 
 __attribute__((target_clones("avx2", "default"))) void Mt19937Lanes::Generate(size_t count,
-                                                                            uint32_t* out) {
+                                                                              uint32_t* out) {
   while (count > 0) {
     if (index_ >= kN) {
       index_ = 0;

@@ -33,7 +33,7 @@ struct Reader {
 struct Followed {
   SamplerKind kind;
   uint64_t seed;
-  uint32_t prefix;  // positions >= prefix are unknown
+  uint32_t prefix;                               // positions >= prefix are unknown
   std::vector<std::vector<uint32_t>> positions;  // per reader, per value (kUnknown if >= prefix)
 };
 
@@ -137,17 +137,17 @@ std::vector<uint32_t> SeedWords(uint64_t seed) {
 
 const std::vector<uint64_t>& PopularSeeds() {
   static const std::vector<uint64_t> seeds = {
-      0,        1,         2,          3,          4,          5,         7,          8,
-      10,       11,        12,         13,         17,         21,        23,         24,
-      25,       31,        32,         33,         37,         42,        47,         64,
-      69,       77,        88,         99,         100,        101,       111,        123,
-      128,      222,       256,        321,        333,        420,       512,        666,
-      777,      888,       999,        1000,       1024,       1111,      1234,       1337,
-      2019,     2020,      2021,       2022,       2023,       2024,      2025,       2048,
-      3407,     4096,      4321,       5555,       6666,       7777,      8888,       9999,
-      10000,    12345,     31337,      42424,      54321,      65535,     65536,      99999,
-      100000,   123456,    424242,     654321,     999999,     1000000,   1234567,    7654321,
-      12345678, 20240101,  87654321,   123456789,  987654321,  1234567890, 2147483647, 4294967295};
+      0,        1,        2,        3,         4,         5,          7,          8,
+      10,       11,       12,       13,        17,        21,         23,         24,
+      25,       31,       32,       33,        37,        42,         47,         64,
+      69,       77,       88,       99,        100,       101,        111,        123,
+      128,      222,      256,      321,       333,       420,        512,        666,
+      777,      888,      999,      1000,      1024,      1111,       1234,       1337,
+      2019,     2020,     2021,     2022,      2023,      2024,       2025,       2048,
+      3407,     4096,     4321,     5555,      6666,      7777,       8888,       9999,
+      10000,    12345,    31337,    42424,     54321,     65535,      65536,      99999,
+      100000,   123456,   424242,   654321,    999999,    1000000,    1234567,    7654321,
+      12345678, 20240101, 87654321, 123456789, 987654321, 1234567890, 2147483647, 4294967295};
   return seeds;
 }
 
@@ -174,8 +174,7 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
   auto finish = [&](InferenceOutcome outcome, std::string reason) {
     out.outcome = outcome;
     out.reason = std::move(reason);
-    out.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;
   };
   if (num_samples < 2 || num_samples > UINT32_MAX) {
@@ -235,10 +234,10 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
                              : 0;
   const uint64_t distributed_seeds = dense + dense_extra.size();
   const uint64_t popular = options.popular_seeds.size();
-  out.candidates = static_cast<double>(distributed_seeds) * max_world +
-                   static_cast<double>(popular) *
-                       ((options.torch_random ? 1 : 0) + (options.numpy ? 1 : 0) +
-                        (options.numpy_rng ? 1 : 0));
+  out.candidates =
+      static_cast<double>(distributed_seeds) * max_world +
+      static_cast<double>(popular) *
+          ((options.torch_random ? 1 : 0) + (options.numpy ? 1 : 0) + (options.numpy_rng ? 1 : 0));
 
   EvidenceThreshold threshold =
       DeriveEvidenceThreshold(num_samples, out.candidates, window, checked_total,
@@ -255,8 +254,8 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
   out.min_evidence =
       options.min_evidence_override > 0 ? options.min_evidence_override : threshold.min_evidence;
   out.false_adoption_bound =
-      out.candidates * FalseMatchTail(out.min_evidence, threshold.match_probability,
-                                      options.max_mismatch_fraction);
+      out.candidates *
+      FalseMatchTail(out.min_evidence, threshold.match_probability, options.max_mismatch_fraction);
   if (checked_total < uint64_t{out.min_evidence} + 1) {
     return finish(InferenceOutcome::kTooFewObservations,
                   std::to_string(checked_total) + " distinct opens; at least " +
@@ -303,8 +302,9 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
                         checked_total);
       if (v.explains) {
         explaining.emplace_back(w, std::move(v));
-      } else if (v.matches >= 2 && v.mismatches <= AllowedMismatches(options.max_mismatch_fraction,
-                                                                     v.matches + v.mismatches) &&
+      } else if (v.matches >= 2 &&
+                 v.mismatches <=
+                     AllowedMismatches(options.max_mismatch_fraction, v.matches + v.mismatches) &&
                  (!have_short || v.matches > best_short.matches ||
                   (v.matches == best_short.matches && f.kind == best_short_class.kind &&
                    f.seed == best_short_class.seed && w % best_short_class.world == 0))) {
@@ -329,8 +329,8 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
 
   // Stage 1: every torch-distributed s over the first L positions.
   if (distributed_seeds > 0) {
-    const uint32_t stage1_len = static_cast<uint32_t>(
-        std::min<uint64_t>(n, uint64_t{options.anchor_steps} * max_world));
+    const uint32_t stage1_len =
+        static_cast<uint32_t>(std::min<uint64_t>(n, uint64_t{options.anchor_steps} * max_world));
     out.stage1_positions = stage1_len;
     std::vector<uint32_t> tracked;
     const size_t stage1_readers = std::min(readers.size(), kMaxStage1Readers);
@@ -383,8 +383,7 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
         const uint32_t* column = draws.data() + l;
         size_t i = 0;
         scout.RunRandpermPrefix(
-            stage1_len, [&] { return column[kLanes * i++]; },
-            [&](uint32_t, uint32_t) { ++count; });
+            stage1_len, [&] { return column[kLanes * i++]; }, [&](uint32_t, uint32_t) { ++count; });
         if (count >= hits) survivors.push_back(full[l]);
       }
       out.seeds_scanned += static_cast<uint64_t>(used);
@@ -400,7 +399,8 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
     const uint32_t first_steps = std::min<uint32_t>(prefix, 32 * max_world);
     for (uint64_t s : survivors) {
       Mt19937 scout_mt(s);
-      checker.RunRandpermPrefix(first_steps, [&] { return scout_mt.Next32(); }, landed);
+      checker.RunRandpermPrefix(
+          first_steps, [&] { return scout_mt.Next32(); }, landed);
       Followed early = follow(SamplerKind::kTorchDistributed, s, first_steps);
       bool promising = false;
       for (uint32_t w = 1; w <= max_world && !promising; ++w) {
@@ -411,21 +411,23 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
       if (!promising) continue;
       ++out.followed;
       Mt19937 mt(s);
-      checker.RunRandpermPrefix(prefix, [&] { return mt.Next32(); }, landed);
+      checker.RunRandpermPrefix(
+          prefix, [&] { return mt.Next32(); }, landed);
       consider(follow(SamplerKind::kTorchDistributed, s, prefix), max_world);
     }
     out.stage2_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - stage2_start).count();
   }
 
-  const uint32_t far_from = static_cast<uint32_t>(std::min<uint64_t>(
-      UINT32_MAX, uint64_t{window} * (options.checked_per_reader + 2)));
+  const uint32_t far_from = static_cast<uint32_t>(
+      std::min<uint64_t>(UINT32_MAX, uint64_t{window} * (options.checked_per_reader + 2)));
   const uint64_t most_far = AllowedMismatches(options.max_mismatch_fraction, checked_total);
   for (uint64_t s : options.popular_seeds) {
     if (options.torch_random) {
       TorchGenerator generator(s);
       generator.RandomInt64();  // the DataLoader iterator's base seed
-      checker.RunRandpermPrefix(prefix, [&] { return generator.Random(); }, landed);
+      checker.RunRandpermPrefix(
+          prefix, [&] { return generator.Random(); }, landed);
       consider(follow(SamplerKind::kTorchRandom, s, prefix), 1);
     }
     // A NumPy candidate (world 1) cannot explain the opens once more than the allowed
@@ -495,8 +497,8 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
     out.spec = describe(best_short_class);
     return finish(InferenceOutcome::kTooFewObservations,
                   "the best candidate, " + out.spec + ", matches " +
-                      std::to_string(best_short.matches) + " opens; K = " +
-                      std::to_string(out.min_evidence) + " are needed");
+                      std::to_string(best_short.matches) +
+                      " opens; K = " + std::to_string(out.min_evidence) + " are needed");
   }
   return finish(InferenceOutcome::kNoCandidate,
                 "no candidate explains the " + std::to_string(checked_total) +

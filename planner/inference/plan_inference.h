@@ -22,14 +22,14 @@
 // readers; s survives when enough of them land there (a reader's first steps are at positions
 // rank + world * step). Stage 2 follows the first `checked_per_reader` observations of every
 // reader (first through the largest world's first 32 steps, where a survivor must show two
-// matches under some world to be followed further; a chance survivor shows none) through a longer prefix of each survivor (and of each popular-seed candidate) and tries
-// every world: a reader's anchor is its first observation within `window` steps of the epoch's
-// start, which fixes its rank; every later observation must sit at that rank within `window`
-// steps of the reader's furthest step (a match) or not (a mismatch). A candidate explains the
-// stream with >= K matches and <= floor(f * decided) mismatches; K comes from
-// evidence_threshold.h. Worlds that divide each other explain the same opens (rank r of world 2W
-// reads a subsequence of rank r mod W of world W): the largest world that explains is the class.
-// Exactly one class adopts; none or several do not.
+// matches under some world to be followed further; a chance survivor shows none) through a longer
+// prefix of each survivor (and of each popular-seed candidate) and tries every world: a reader's
+// anchor is its first observation within `window` steps of the epoch's start, which fixes its rank;
+// every later observation must sit at that rank within `window` steps of the reader's furthest step
+// (a match) or not (a mismatch). A candidate explains the stream with >= K matches and <= floor(f *
+// decided) mismatches; K comes from evidence_threshold.h. Worlds that divide each other explain the
+// same opens (rank r of world 2W reads a subsequence of rank r mod W of world W): the largest world
+// that explains is the class. Exactly one class adopts; none or several do not.
 //
 // Errors: none; every outcome is a value with a reason. Thread-safety: pure function.
 #pragma once
@@ -63,11 +63,11 @@ struct InferenceOptions {
   uint32_t window = 256;  // steps a reader's opens may run ahead of or behind its furthest step
   double false_adoption_target = 1e-9;
   double max_mismatch_fraction = 0.1;
-  uint32_t anchor_steps = 2;          // stage 1 covers positions [0, anchor_steps * max_world)
-  uint32_t tracked = 32;              // observations stage 1 follows (the readers' first ones)
-  uint32_t checked_per_reader = 48;   // observations per reader stage 2 checks
-  uint64_t survivor_budget = 4096;    // expected wrong stage-1 survivors the search may afford
-  uint32_t min_evidence_override = 0; // tests only: K instead of the derived one (0: derived)
+  uint32_t anchor_steps = 2;           // stage 1 covers positions [0, anchor_steps * max_world)
+  uint32_t tracked = 32;               // observations stage 1 follows (the readers' first ones)
+  uint32_t checked_per_reader = 48;    // observations per reader stage 2 checks
+  uint64_t survivor_budget = 4096;     // expected wrong stage-1 survivors the search may afford
+  uint32_t min_evidence_override = 0;  // tests only: K instead of the derived one (0: derived)
 };
 
 enum class InferenceOutcome {

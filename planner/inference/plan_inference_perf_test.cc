@@ -30,7 +30,8 @@ std::vector<Observation> ImageNetTrace(uint64_t s) {
   for (size_t base = 0; base < 48; base += 16) {
     for (size_t t = 0; t < 8; ++t) {
       for (size_t w = 0; w < 2; ++w) {
-        for (size_t r = 0; r < orders.size(); ++r) trace.push_back({orders[r][base + w * 8 + t], 10 + r});
+        for (size_t r = 0; r < orders.size(); ++r)
+          trace.push_back({orders[r][base + w * 8 + t], 10 + r});
       }
     }
   }
@@ -52,18 +53,17 @@ void Search(uint64_t seeds, uint64_t s, bool popular) {
   double cpu_start = ThreadCpuSeconds();
   InferenceResult r = InferPlan(trace, kImageNet, o);
   double cpu = ThreadCpuSeconds() - cpu_start;
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  printf("n %llu, %llu seeds x world <= 1024%s: %.2f s CPU, %.2f s wall (stage 1 %.2f s, stage 2 %.2f s; %llu seeds scanned over %llu positions, "
-         "%u landings to survive, %llu survivors, %llu followed through stage 2's prefix %llu): %s\n",
-         static_cast<unsigned long long>(kImageNet), static_cast<unsigned long long>(seeds),
-         popular ? " + popular seeds for every sampler" : "", cpu, seconds, r.stage1_seconds,
-         r.stage2_seconds,
-         static_cast<unsigned long long>(r.seeds_scanned),
-         static_cast<unsigned long long>(r.stage1_positions), r.stage1_hits,
-         static_cast<unsigned long long>(r.survivors),
-         static_cast<unsigned long long>(r.followed),
-         static_cast<unsigned long long>(r.stage2_prefix), r.reason.c_str());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  printf(
+      "n %llu, %llu seeds x world <= 1024%s: %.2f s CPU, %.2f s wall (stage 1 %.2f s, stage 2 %.2f "
+      "s; %llu seeds scanned over %llu positions, "
+      "%u landings to survive, %llu survivors, %llu followed through stage 2's prefix %llu): %s\n",
+      static_cast<unsigned long long>(kImageNet), static_cast<unsigned long long>(seeds),
+      popular ? " + popular seeds for every sampler" : "", cpu, seconds, r.stage1_seconds,
+      r.stage2_seconds, static_cast<unsigned long long>(r.seeds_scanned),
+      static_cast<unsigned long long>(r.stage1_positions), r.stage1_hits,
+      static_cast<unsigned long long>(r.survivors), static_cast<unsigned long long>(r.followed),
+      static_cast<unsigned long long>(r.stage2_prefix), r.reason.c_str());
   ASSERT_EQ(r.outcome, InferenceOutcome::kAdopted) << r.reason;
   EXPECT_EQ(r.seed, s);
   EXPECT_EQ(r.world, 1024u);

@@ -125,15 +125,15 @@ TEST(PlanInference, OneRankOfAWorldWithoutPids) {
 TEST(PlanInference, RankOfTwiceTheWorldIsNotTakenForTheSmallerWorld) {
   const uint64_t n = 30000;
   // Rank 3 of world 16 reads a subsequence of rank 3 of world 8: the larger world is the class.
-  auto fine = LoaderOpens(RankOrder("torch-distributed:seed=99,world=16", n, 0, 3, 100), 4, 2,
-                          0.2, 0, 3);
+  auto fine =
+      LoaderOpens(RankOrder("torch-distributed:seed=99,world=16", n, 0, 3, 100), 4, 2, 0.2, 0, 3);
   InferenceResult r = InferPlan(OneReader(fine), n, SmallSearch());
   ASSERT_EQ(r.outcome, InferenceOutcome::kAdopted) << r.reason;
   EXPECT_EQ(r.world, 16u);
   EXPECT_EQ(r.rank, 3u);
   // And rank 3 of world 8 is not taken for world 16 (half its opens would be rank 11's).
-  auto coarse = LoaderOpens(RankOrder("torch-distributed:seed=99,world=8", n, 0, 3, 100), 4, 2,
-                            0.2, 0, 3);
+  auto coarse =
+      LoaderOpens(RankOrder("torch-distributed:seed=99,world=8", n, 0, 3, 100), 4, 2, 0.2, 0, 3);
   r = InferPlan(OneReader(coarse), n, SmallSearch());
   ASSERT_EQ(r.outcome, InferenceOutcome::kAdopted) << r.reason;
   EXPECT_EQ(r.world, 8u);
@@ -221,10 +221,11 @@ TEST(PlanInferenceProperty, NoAdoptionOfTenThousandRandomOrders) {
   int adopted = AdoptionsOfRandomOrders(2000, 10000, 24, o, 1);
   EXPECT_EQ(adopted, 0);
   InferenceResult shown = InferPlan(OneReader({1, 2, 3}), 2000, o);
-  printf("10000 random orders of 2000 samples: %d adopted (K = %u, q = %.4f, %.0f candidates), "
-         "%.1f s\n",
-         adopted, shown.min_evidence, shown.match_probability, shown.candidates,
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  printf(
+      "10000 random orders of 2000 samples: %d adopted (K = %u, q = %.4f, %.0f candidates), "
+      "%.1f s\n",
+      adopted, shown.min_evidence, shown.match_probability, shown.candidates,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 TEST(PlanInferenceProperty, NoAdoptionOfSeedsOutsideTheSearchOrNeighbours) {
@@ -235,8 +236,8 @@ TEST(PlanInferenceProperty, NoAdoptionOfSeedsOutsideTheSearchOrNeighbours) {
     std::string spec;
     switch (i % 4) {
       case 0:  // seed + epoch just past the dense range: its neighbour 255 is inside
-        spec = "torch-distributed:seed=" + std::to_string(256 + i / 4) + ",world=" +
-               std::to_string(1 + i % 8);
+        spec = "torch-distributed:seed=" + std::to_string(256 + i / 4) +
+               ",world=" + std::to_string(1 + i % 8);
         break;
       case 1:
         spec = "torch-random:seed=" + std::to_string(100 + i);  // not a popular seed here
@@ -280,17 +281,17 @@ TEST(PlanInferenceProperty, LoosenedThresholdAdoptsRandomOrdersOnASmallDataset) 
   o.min_evidence_override = 3;
   o.max_mismatch_fraction = 0.8;
   int loosened = AdoptionsOfRandomOrders(n, 1000, 12, o, 2);
-  printf("n = %llu, 12 opens: derived K = %u: %d of 1000 random orders adopted; K = 3 and 80%% "
-         "mismatches: %d\n",
-         static_cast<unsigned long long>(n), derived.min_evidence, guarded, loosened);
+  printf(
+      "n = %llu, 12 opens: derived K = %u: %d of 1000 random orders adopted; K = 3 and 80%% "
+      "mismatches: %d\n",
+      static_cast<unsigned long long>(n), derived.min_evidence, guarded, loosened);
   EXPECT_EQ(guarded, 0);
   EXPECT_GT(loosened, 0);
 }
 
 TEST(EvidenceThreshold, ImageNetScaleNeedsAHandfulOfOpens) {
   // 1,281,167 samples, 2^20 seeds x 1024 worlds: q = 513 / n.
-  EvidenceThreshold t =
-      DeriveEvidenceThreshold(1281167, 1074003968.0, 256, 1000, 0.1, 1e-9);
+  EvidenceThreshold t = DeriveEvidenceThreshold(1281167, 1074003968.0, 256, 1000, 0.1, 1e-9);
   ASSERT_TRUE(t.distinguishable);
   printf("ImageNet: q = %.3g, K = %u, bound %.3g\n", t.match_probability, t.min_evidence, t.bound);
   EXPECT_LE(t.bound, 1e-9);

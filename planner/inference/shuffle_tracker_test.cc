@@ -33,8 +33,8 @@ TEST(ShuffleTracker, RandpermPrefixFindsExactlyTheTrackedValues) {
         }
         std::map<uint32_t, uint32_t> got;
         TorchGenerator gen(seed);
-        tracker.RunRandpermPrefix(prefix, [&] { return gen.Random(); },
-                                  [&](uint32_t p, uint32_t v) { got[p] = v; });
+        tracker.RunRandpermPrefix(
+            prefix, [&] { return gen.Random(); }, [&](uint32_t p, uint32_t v) { got[p] = v; });
         ASSERT_EQ(got, expected) << "n " << n << " seed " << seed << " prefix " << prefix;
       }
     }
