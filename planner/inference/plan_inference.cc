@@ -40,6 +40,9 @@ struct Followed {
 struct Verdict {
   bool explains = false;
   uint64_t matches = 0, mismatches = 0, anchors = 0;
+  // gcd of every matched step's distance from its reader's anchor step: 1 for a reader that
+  // reads consecutive steps; m >= 2 when every open skips as rank r of world m * world would.
+  uint64_t step_gcd = 0;
   std::vector<ReaderRank> readers;
 };
 
@@ -58,13 +61,14 @@ Verdict Judge(const Followed& f, const std::vector<Reader>& readers, uint32_t wo
     ReaderRank rr;
     rr.reader = readers[g].id;
     bool anchored = false;
-    uint64_t furthest = 0;
+    uint64_t furthest = 0, anchor_step = 0;
     for (uint32_t p : f.positions[g]) {
       if (!anchored) {
         if (p != kUnknown && p / world < window) {
           anchored = true;
           rr.rank = p % world;
           furthest = p / world;
+          anchor_step = furthest;
           ++v.anchors;
         } else if (p != kUnknown || f.prefix / world >= window) {
           ++rr.mismatches;  // (an unknown position is >= prefix) else undecided
@@ -76,6 +80,8 @@ Verdict Judge(const Followed& f, const std::vector<Reader>& readers, uint32_t wo
         if (p % world == rr.rank && step + window >= furthest && step <= furthest + window) {
           ++rr.matches;
           furthest = std::max(furthest, step);
+          v.step_gcd =
+              std::gcd(v.step_gcd, step > anchor_step ? step - anchor_step : anchor_step - step);
         } else {
           ++rr.mismatches;
         }
@@ -452,6 +458,17 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
   auto describe = [&](const Class& c) {
     return SpecOf(c.kind, c.seed, c.world, c.verdict.readers);
   };
+  if (classes.size() == 1 && classes.front().verdict.step_gcd >= 2) {
+    // Every open skips the steps between as a rank of a world beyond the search would: the
+    // class found is a near miss (rank r of world m*W reads a subsequence of rank r of W).
+    const Class& c = classes.front();
+    return finish(InferenceOutcome::kNoCandidate,
+                  describe(c) + " explains the opens but they all sit " +
+                      std::to_string(c.verdict.step_gcd) + " steps apart, as a rank of world " +
+                      std::to_string(c.verdict.step_gcd * c.world) +
+                      " would read them: that world is beyond the search (max world " +
+                      std::to_string(max_world) + ")");
+  }
   if (classes.size() == 1) {
     const Class& c = classes.front();
     out.kind = c.kind;

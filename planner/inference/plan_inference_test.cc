@@ -259,6 +259,32 @@ TEST(PlanInferenceProperty, NoAdoptionOfSeedsOutsideTheSearchOrNeighbours) {
   EXPECT_EQ(adopted, 0) << "of " << trials;
 }
 
+// Near misses inside the search: rank 3 of world 16 (outside a search up to world 8) reads every
+// other step of rank 3 of world 8, which is inside; not adopted. Nor is rank r of world W taken
+// for world 2W.
+TEST(PlanInferenceProperty, NoAdoptionOfANestedWorldBeyondTheSearch) {
+  const uint64_t n = 30000;
+  InferenceOptions o = SmallSearch();
+  o.max_world = 8;
+  // Stage 1 over 4 steps of world 8 sees two steps of world 16, so the guard against nested
+  // worlds (not stage 1's reach) is what refuses.
+  o.anchor_steps = 4;
+  int adopted = 0, guarded = 0;
+  for (uint32_t rank = 0; rank < 16; ++rank) {
+    auto opens = LoaderOpens(RankOrder("torch-distributed:seed=77,world=16", n, 0, rank, 60), 4, 2,
+                             0.2, 0.05, rank);
+    InferenceResult r = InferPlan(OneReader(opens), n, o);
+    if (r.outcome == InferenceOutcome::kAdopted) {
+      ++adopted;
+      ADD_FAILURE() << "rank " << rank << " of world 16 adopted as " << r.spec;
+    }
+    // The rest missed one of their first two steps and never reached stage 2.
+    if (r.reason.find("as a rank of world 16 would read them") != std::string::npos) ++guarded;
+  }
+  EXPECT_EQ(adopted, 0);
+  EXPECT_GE(guarded, 8);
+}
+
 TEST(PlanInferenceProperty, NoAdoptionOfASequentialReader) {
   std::vector<uint64_t> sequential(200);
   std::iota(sequential.begin(), sequential.end(), 0);

@@ -71,6 +71,24 @@ TEST(ShuffleTracker, NumpyShuffleFindsEveryTrackedValue) {
   }
 }
 
+TEST(ShuffleTracker, NumpyShuffleStopsOnceTooManySettleFar) {
+  const uint32_t n = 100000;
+  ShuffleTracker tracker(n);
+  std::vector<uint32_t> values;
+  for (uint32_t v = 0; v < 50; ++v) values.push_back(v * 1000);
+  tracker.Track(values);
+  NumpyRandomState rs(1);
+  int reported = 0;
+  EXPECT_FALSE(tracker.RunNumpyShuffle(
+      rs, [&](uint32_t, uint32_t) { ++reported; }, 1000, 3));
+  EXPECT_LT(reported, 50);
+  // The next run starts from the tracked values again and reports all of them.
+  NumpyRandomState again(1);
+  reported = 0;
+  EXPECT_TRUE(tracker.RunNumpyShuffle(again, [&](uint32_t, uint32_t) { ++reported; }));
+  EXPECT_EQ(reported, 50);
+}
+
 TEST(ShuffleTracker, FastModIsTheModulo) {
   for (uint32_t d : {1u, 2u, 3u, 7u, 1281167u, 4294967295u, 2147483648u}) {
     uint64_t m = UINT64_MAX / d + 1;
