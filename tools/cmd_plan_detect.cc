@@ -10,6 +10,8 @@
 // Contract: reads the backing tree (to build the layout) and the trace, never anything else.
 // Exit codes: 0 a plan was adopted (spec, epoch and rank printed); 1 none was (the reason
 // printed), or the tree or trace could not be read; 2 bad arguments.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -62,6 +64,10 @@ Result<Trace> ReadTrace(const PlanDetectOptions& options, const Layout& layout,
   std::ifstream file;
   std::istream* in = &std::cin;
   if (options.trace != "-") {
+    struct stat st;
+    if (stat(options.trace.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Status::FromErrno(EISDIR, options.trace);
+    }
     file.open(options.trace);
     if (!file) return Status::FromErrno(errno, options.trace);
     in = &file;
@@ -103,8 +109,10 @@ Result<Trace> ReadTrace(const PlanDetectOptions& options, const Layout& layout,
     }
     auto name = UnescapeName(path);
     if (!name.ok()) {
-      return Status::Invalid(options.trace + ":" + std::to_string(n + 1) + ": " +
-                             name.status().message());
+      // The message quotes the whole line: keep it to one readable line.
+      std::string why = name.status().message();
+      if (why.size() > 160) why = why.substr(0, 160) + "...";
+      return Status::Invalid(options.trace + ":" + std::to_string(n + 1) + ": " + why);
     }
     std::string p = std::move(*name);
     if (p.compare(0, backing_prefix.size(), backing_prefix) == 0) p.erase(0, backing_prefix.size());

@@ -236,6 +236,13 @@ TEST_F(PlanDetectCli, NoPlanExitCodesAndUsage) {
                     "list:" + list(), "--trace", dir_ / "nope.txt"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("nope.txt: No such file"), std::string::npos) << missing.err;
+  CommandResult directory = testing::Run({ClairfsBin(), "plan", "detect", "--backing", dir_ / "ds",
+                                          "--layout", "list:" + list(), "--trace", dir_ / "ds"});
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_NE(directory.err.find("Is a directory"), std::string::npos) << directory.err;
+  CommandResult bad = Detect("c/1.jpg\nbad\\escape\n");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("trace.txt:2: "), std::string::npos) << bad.err;
   CommandResult usage = testing::Run({ClairfsBin(), "plan", "detect", "--backing", dir_ / "ds"});
   EXPECT_EQ(usage.exit_code, 2);
   CommandResult help = testing::Run({ClairfsBin(), "plan", "detect", "--help"});
