@@ -63,6 +63,9 @@ struct InferenceOptions {
   uint32_t window = 256;  // steps a reader's opens may run ahead of or behind its furthest step
   double false_adoption_target = 1e-9;
   double max_mismatch_fraction = 0.1;
+  // The adopted class's ranks must have opened this share of the steps their opens span (a
+  // reader of several ranks without pids would be taken for a smaller world).
+  double min_coverage = 0.5;
   uint32_t anchor_steps = 2;           // stage 1 covers positions [0, anchor_steps * max_world)
   uint32_t tracked = 32;               // observations stage 1 follows (the readers' first ones)
   uint32_t checked_per_reader = 48;    // observations per reader stage 2 checks

@@ -285,6 +285,28 @@ TEST(PlanInferenceProperty, NoAdoptionOfANestedWorldBeyondTheSearch) {
   EXPECT_GE(guarded, 8);
 }
 
+// A node's ranks 0-3 of world 8 in one pid-less trace read, in lockstep, positions 0-3, 8-11,
+// 16-19, ...: world 1 explains every open, but covers only half the positions between; refused.
+// With pids the same opens are adopted as world 8.
+TEST(PlanInferenceProperty, NoAdoptionOfSeveralRanksWithoutPids) {
+  const uint64_t n = 30000;
+  std::vector<std::vector<uint64_t>> streams;
+  for (uint32_t rank = 0; rank < 4; ++rank) {
+    streams.push_back(LoaderOpens(RankOrder("torch-distributed:seed=321,world=8", n, 0, rank, 50),
+                                  4, 2, 0.2, 0, rank));
+  }
+  InferenceOptions o = SmallSearch();
+  o.window = 128;  // wide enough that world 1 explains the pid-less stream: coverage refuses it
+  std::vector<Observation> with_pids = Interleave(streams, {1, 2, 3, 4}, 5);
+  InferenceResult r = InferPlan(with_pids, n, o);
+  ASSERT_EQ(r.outcome, InferenceOutcome::kAdopted) << r.reason;
+  EXPECT_EQ(r.spec, "torch-distributed:seed=321,world=8,ranks=0-3");
+  for (Observation& obs : with_pids) obs.reader = 0;
+  r = InferPlan(with_pids, n, o);
+  EXPECT_NE(r.outcome, InferenceOutcome::kAdopted) << r.spec;
+  EXPECT_NE(r.reason.find("a pid column tells readers apart"), std::string::npos) << r.reason;
+}
+
 TEST(PlanInferenceProperty, NoAdoptionOfASequentialReader) {
   std::vector<uint64_t> sequential(200);
   std::iota(sequential.begin(), sequential.end(), 0);
