@@ -224,6 +224,7 @@ void RegisterPlan(CLI::App& app) {
                  "Print one JSON object: plan, epoch, rank, world, num_samples, count, "
                  "paths|indices, left_out");
   show->callback([options] { SetExitCode(RunPlanShow(*options)); });
+  RegisterPlanDetect(plan);
   RegisterPlanLive(plan);
 }
 

@@ -15,6 +15,7 @@ namespace {
 
 using testing::ClairfsBin;
 using testing::CommandResult;
+using testing::MakeDirs;
 using testing::TempDir;
 using testing::WriteFile;
 
@@ -138,6 +139,115 @@ TEST_F(PlanShowCli, LinkCycleFailsNamingTheLink) {
   CommandResult shown = PlanShow({"--backing", backing(), "--plan", "sequential", "--epoch", "0"});
   EXPECT_EQ(shown.exit_code, 1);
   EXPECT_NE(shown.err.find("link cycle: cat/loop"), std::string::npos) << shown.err;
+}
+
+// `plan detect` over a list layout of 5000 samples (no tree needed), with a small search so each
+// run takes milliseconds: traces printed by `plan show`, with and without a pid column.
+class PlanDetectCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string list;
+    for (int i = 0; i < 5000; ++i) list += "c/" + std::to_string(i) + ".jpg\n";
+    WriteFile(dir_ / "list.txt", list);
+    MakeDirs(dir_ / "ds");
+  }
+  std::vector<std::string> Show(const std::string& spec, int epoch, int rank, int limit) {
+    CommandResult shown = PlanShow({"--backing", dir_ / "ds", "--layout", "list:" + list(),
+                                    "--plan", spec, "--epoch", std::to_string(epoch), "--rank",
+                                    std::to_string(rank), "--limit", std::to_string(limit)});
+    EXPECT_EQ(shown.exit_code, 0) << shown.err;
+    std::vector<std::string> lines;
+    size_t start = 0;
+    for (size_t end; (end = shown.out.find('\n', start)) != std::string::npos; start = end + 1) {
+      lines.push_back(shown.out.substr(start, end - start));
+    }
+    return lines;
+  }
+  CommandResult Detect(const std::string& trace, std::vector<std::string> extra = {}) {
+    WriteFile(dir_ / "trace.txt", trace);
+    std::vector<std::string> argv = {
+        ClairfsBin(), "plan",           "detect",  "--backing",        dir_ / "ds",
+        "--layout",   "list:" + list(), "--trace", dir_ / "trace.txt", "--max-seed",
+        "4096",       "--max-world",    "16",      "--window",         "16"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return testing::Run(argv);
+  }
+  std::string list() const { return dir_ / "list.txt"; }
+  TempDir dir_;
+};
+
+TEST_F(PlanDetectCli, FindsTheSpecEpochAndRankPlanShowReproduces) {
+  std::string trace;
+  for (const std::string& path : Show("torch-distributed:seed=100,world=4", 7, 2, 60)) {
+    trace += path + "\n";
+  }
+  CommandResult found = Detect("# opens of rank 2\n" + trace);
+  ASSERT_EQ(found.exit_code, 0) << found.out << found.err;
+  EXPECT_NE(found.out.find("plan: torch-distributed:seed=107,world=4,ranks=2-2\n"),
+            std::string::npos)
+      << found.out;
+  EXPECT_NE(found.out.find("epoch: 0\nrank: 2\n"), std::string::npos) << found.out;
+  // What it prints reproduces the trace.
+  std::string again;
+  for (const std::string& path : Show("torch-distributed:seed=107,world=4,ranks=2-2", 0, 2, 60)) {
+    again += path + "\n";
+  }
+  EXPECT_EQ(again, trace);
+
+  CommandResult json = Detect(trace, {"--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_EQ(parsed["adopted"], true);
+  EXPECT_EQ(parsed["plan"], "torch-distributed:seed=107,world=4,ranks=2-2");
+  EXPECT_EQ(parsed["seed_plus_epoch"], 107);
+  EXPECT_EQ(parsed["rank"], 2);
+  EXPECT_EQ(parsed["observations"], 60);
+}
+
+TEST_F(PlanDetectCli, PidColumnGroupsReadersIntoRanks) {
+  auto rank0 = Show("torch-distributed:seed=9,world=8", 0, 0, 30);
+  auto rank3 = Show("torch-distributed:seed=9,world=8", 0, 3, 30);
+  std::string trace;
+  for (size_t i = 0; i < 30; ++i) trace += "700 " + rank0[i] + "\n701 " + rank3[i] + "\n";
+  trace += "701 not/in/the/dataset.jpg\n";
+  CommandResult json = Detect(trace, {"--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
+  auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_EQ(parsed["plan"], "torch-distributed:seed=9,world=8,ranks=0-3");
+  EXPECT_EQ(parsed["pids"], true);
+  EXPECT_EQ(parsed["not_in_dataset"], 1);
+  ASSERT_EQ(parsed["readers"].size(), 2u);
+  EXPECT_EQ(parsed["readers"][0]["reader"], 700);
+  EXPECT_EQ(parsed["readers"][0]["rank"], 0);
+  EXPECT_EQ(parsed["readers"][1]["rank"], 3);
+}
+
+TEST_F(PlanDetectCli, NoPlanExitCodesAndUsage) {
+  std::string sequential;
+  for (int i = 0; i < 60; ++i) sequential += "c/" + std::to_string(i) + ".jpg\n";
+  CommandResult none = Detect(sequential);
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.out.find("no plan adopted (no_candidate)"), std::string::npos) << none.out;
+  CommandResult few = Detect("c/1.jpg\nc/2.jpg\n", {"--json"});
+  EXPECT_EQ(few.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(few.out)["outcome"], "too_few_observations");
+  CommandResult missing =
+      testing::Run({ClairfsBin(), "plan", "detect", "--backing", dir_ / "ds", "--layout",
+                    "list:" + list(), "--trace", dir_ / "nope.txt"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("nope.txt: No such file"), std::string::npos) << missing.err;
+  CommandResult directory = testing::Run({ClairfsBin(), "plan", "detect", "--backing", dir_ / "ds",
+                                          "--layout", "list:" + list(), "--trace", dir_ / "ds"});
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_NE(directory.err.find("Is a directory"), std::string::npos) << directory.err;
+  CommandResult bad = Detect("c/1.jpg\nbad\\escape\n");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("trace.txt:2: "), std::string::npos) << bad.err;
+  CommandResult usage = testing::Run({ClairfsBin(), "plan", "detect", "--backing", dir_ / "ds"});
+  EXPECT_EQ(usage.exit_code, 2);
+  CommandResult help = testing::Run({ClairfsBin(), "plan", "detect", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("PID PATH"), std::string::npos);
 }
 
 TEST(PlanCli, HelpAndParentCommand) {

@@ -23,6 +23,8 @@ void RegisterPlan(CLI::App& app);
 void RegisterSimulate(CLI::App& app);
 // `plan set` / `plan clear` (cmd_plan_live.cc), children of `plan`.
 void RegisterPlanLive(CLI::App* plan);
+// `plan detect` (cmd_plan_detect.cc): the plan a recorded trace of opens follows.
+void RegisterPlanDetect(CLI::App* plan);
 void RegisterStage(CLI::App& app);
 void RegisterLs(CLI::App& app);
 void RegisterEvict(CLI::App& app);
