@@ -37,7 +37,7 @@ std::string SettingOf(const std::string& k) {
       "scan_threads", "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
       "held_copies",  "list_ahead",      "sched",        "fuse_uring",    "log_file",
       "plan",         "layout",          "layout_root",  "plan_window",   "metrics_file",
-      "peer_key",     "request_threads", "open_mode",    "kept_files",   "stage_settle"};
+      "peer_key",     "request_threads", "open_mode",    "kept_files",    "stage_settle"};
   if (k == "no_read_through") return "read_through";
   for (const char* setting : kSettings) {
     if (k == setting) return setting;
