@@ -4,7 +4,6 @@
 #include "fs/filesystem.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,27 +123,6 @@ class FileSystemTest : public ::testing::Test {
     return out;
   }
 
-  // Pages of `path` in the page cache (mincore over an mmap of it).
-  static size_t ResidentPages(const std::string& path) {
-    int fd = open(path.c_str(), O_RDONLY);
-    if (fd < 0) return 0;
-    struct stat st;
-    size_t resident = 0;
-    if (fstat(fd, &st) == 0 && st.st_size > 0) {
-      const size_t len = static_cast<size_t>(st.st_size);
-      void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-      if (p != MAP_FAILED) {
-        std::vector<unsigned char> vec((len + 4095) / 4096);
-        if (mincore(p, len, vec.data()) == 0) {
-          for (unsigned char v : vec) resident += v & 1;
-        }
-        munmap(p, len);
-      }
-    }
-    close(fd);
-    return resident;
-  }
-
   bool no_open_ = false;
   size_t kept_files_ = 1024;
   TempDir backing_;
@@ -223,7 +201,7 @@ TEST_F(FileSystemTest, NoOpenReadsByInodeCountTheFirstReadAsTheOpen) {
   EXPECT_TRUE((*first)->from_cache);
   EXPECT_TRUE((*first)->drop_pages);  // the FUSE file's pages are the cache
   // The read of the copy left none of its pages cached (the copy was read whole just before).
-  EXPECT_EQ(ResidentPages((*first)->data_path), 0u);
+  EXPECT_EQ(testing::ResidentPages((*first)->data_path), 0u);
   EXPECT_EQ(counters.opens.Get(), 3u);
   EXPECT_EQ(counters.hits.Get(), 2u);
   auto again = fs_->FileForRead(Ino("train/dog/c.jpg"), 0);

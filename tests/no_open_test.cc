@@ -6,7 +6,6 @@
 // Every mount is unmounted by ClairfsMount's guard, also when an assertion fails.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,47 +22,6 @@
 
 namespace clairfs::testing {
 namespace {
-
-// Reads a whole file through an mmap of it, then drops its pages ("<...>" on an error).
-std::string ReadByMmapAndDropPages(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return "<open failed>";
-  struct stat st;
-  std::string out;
-  if (fstat(fd, &st) == 0 && st.st_size > 0) {
-    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
-    if (p != MAP_FAILED) {
-      out.assign(static_cast<const char*>(p), static_cast<size_t>(st.st_size));
-      munmap(p, static_cast<size_t>(st.st_size));
-    } else {
-      out = "<mmap failed>";
-    }
-  }
-  (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  close(fd);
-  return out;
-}
-
-// Pages of `path` in the page cache (mincore over an mmap of it).
-size_t ResidentPages(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return 0;
-  struct stat st;
-  size_t resident = 0;
-  if (fstat(fd, &st) == 0 && st.st_size > 0) {
-    const size_t len = static_cast<size_t>(st.st_size);
-    void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-    if (p != MAP_FAILED) {
-      std::vector<unsigned char> vec((len + 4095) / 4096);
-      if (mincore(p, len, vec.data()) == 0) {
-        for (unsigned char v : vec) resident += v & 1;
-      }
-      munmap(p, len);
-    }
-  }
-  close(fd);
-  return resident;
-}
 
 uint64_t Counter(ClairfsMount& m, const char* key) { return m.Status().value(key, uint64_t{0}); }
 
@@ -105,7 +63,7 @@ TEST_F(NoOpenTest, ReadsAreByteExactAndOnlyTheFirstOpenAndFlushReachTheDaemon) {
             0u);  // big.bin was read while its copy was being made
   for (const auto& [rel, content] : files) {
     EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
-    EXPECT_EQ(ReadByMmapAndDropPages(mnt_ + "/" + rel), content) << rel;
+    EXPECT_EQ(ReadByMmap(mnt_ + "/" + rel, /*drop_pages=*/true), content) << rel;
   }
   // The first open got ENOSYS and so did the first FLUSH; since then the kernel opens and closes
   // files without the daemon (RELEASE too: it is skipped connection-wide).
@@ -165,7 +123,7 @@ TEST_F(NoOpenTest, EvictionAndRestagingWhileTheKernelHoldsPages) {
   EXPECT_EQ(m.Status().value("staged_files", uint64_t{0}), files.size());
   const uint64_t hits = Counter(m, "hits");
   for (const auto& [rel, content] : files) {
-    ASSERT_EQ(ReadByMmapAndDropPages(mnt_ + "/" + rel), content) << rel;
+    ASSERT_EQ(ReadByMmap(mnt_ + "/" + rel, /*drop_pages=*/true), content) << rel;
   }
   EXPECT_EQ(Counter(m, "hits") - hits, files.size());
   EXPECT_EQ(m.Umount().exit_code, 0);
@@ -221,7 +179,7 @@ TEST_F(NoOpenTest, KillNineThenRemountServesEveryByte) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const auto& [rel, content] : files) {
     EXPECT_EQ(ReadFileAndDropPages(mnt_ + "/" + rel), content) << rel;
-    EXPECT_EQ(ReadByMmapAndDropPages(mnt_ + "/" + rel), content) << rel;
+    EXPECT_EQ(ReadByMmap(mnt_ + "/" + rel, /*drop_pages=*/true), content) << rel;
   }
   ASSERT_TRUE(m.WaitStagingIdle(60));
   for (const auto& [rel, content] : files) {
@@ -261,7 +219,7 @@ TEST_F(NoOpenTest, ManyReadersAtOnceThroughASmallSetOfKeptFiles) {
       std::mt19937 rng(static_cast<unsigned>(t));
       for (int k = 0; k < 150; ++k) {
         const auto& [rel, content] = list[rng() % list.size()];
-        const std::string got = k % 3 == 0 ? ReadByMmapAndDropPages(mnt_ + "/" + rel)
+        const std::string got = k % 3 == 0 ? ReadByMmap(mnt_ + "/" + rel, /*drop_pages=*/true)
                                            : ReadFileAndDropPages(mnt_ + "/" + rel);
         if (got != content) {
           if (wrong.fetch_add(1) < 5) ADD_FAILURE() << rel << ": " << got.substr(0, 40);

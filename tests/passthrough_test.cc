@@ -25,25 +25,6 @@
 namespace clairfs::testing {
 namespace {
 
-// Reads a whole file through an mmap of it ("" for an empty or unreadable file).
-std::string ReadByMmap(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return "<open failed>";
-  struct stat st;
-  std::string out;
-  if (fstat(fd, &st) == 0 && st.st_size > 0) {
-    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
-    if (p != MAP_FAILED) {
-      out.assign(static_cast<const char*>(p), static_cast<size_t>(st.st_size));
-      munmap(p, static_cast<size_t>(st.st_size));
-    } else {
-      out = "<mmap failed>";
-    }
-  }
-  close(fd);
-  return out;
-}
-
 std::string ReadFd(int fd, size_t size) {
   std::string out(size, '\0');
   ssize_t n = pread(fd, out.data(), size, 0);

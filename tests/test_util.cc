@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +72,45 @@ std::string ReadFile(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string ReadByMmap(const std::string& path, bool drop_pages) {
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return "<open failed>";
+  struct stat st;
+  std::string out;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      out.assign(static_cast<const char*>(p), static_cast<size_t>(st.st_size));
+      munmap(p, static_cast<size_t>(st.st_size));
+    } else {
+      out = "<mmap failed>";
+    }
+  }
+  if (drop_pages) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+  return out;
+}
+
+size_t ResidentPages(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return 0;
+  struct stat st;
+  size_t resident = 0;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    const size_t len = static_cast<size_t>(st.st_size);
+    void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      std::vector<unsigned char> vec((len + 4095) / 4096);
+      if (mincore(p, len, vec.data()) == 0) {
+        for (unsigned char v : vec) resident += v & 1;
+      }
+      munmap(p, len);
+    }
+  }
+  close(fd);
+  return resident;
 }
 
 bool PathExists(const std::string& path) {

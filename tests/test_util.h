@@ -28,6 +28,11 @@ class TempDir {
 // Writes `data` to `path`, creating parent directories.
 void WriteFile(const std::string& path, const std::string& data);
 std::string ReadFile(const std::string& path);
+// Reads a whole file through an mmap of it ("<open failed>" or "<mmap failed>" on an error);
+// with `drop_pages`, then drops its pages from the page cache (POSIX_FADV_DONTNEED).
+std::string ReadByMmap(const std::string& path, bool drop_pages = false);
+// Pages of `path` in the page cache (mincore over an mmap of it; 0 if it cannot be opened).
+size_t ResidentPages(const std::string& path);
 bool PathExists(const std::string& path);
 void MakeDirs(const std::string& path);
 // Deterministic pseudo-random bytes.
