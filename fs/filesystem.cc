@@ -233,11 +233,13 @@ void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
 
 Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
                                     const RequestCaller* caller) {
-  return OpenCounted(ino, flags, open_copy_now, caller, /*counted=*/true);
+  return OpenCounted(ino, flags, open_copy_now, caller, /*counted=*/true,
+                     caller != nullptr ? caller->ThreadId() : 0);
 }
 
 Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_copy_now,
-                                           const RequestCaller* caller, bool counted) {
+                                           const RequestCaller* caller, bool counted,
+                                           uint32_t reader_thread) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
     return Status::Error(EROFS, "read-only filesystem");
   }
@@ -274,7 +276,8 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
 
   const FileIdentity identity = node->attr.identity();
   // Before Find, so a hit's eviction key already reflects this use of the plan.
-  const bool planned = counted && open_observer_ != nullptr && open_observer_->OnOpen(node->path);
+  const bool planned =
+      counted && open_observer_ != nullptr && open_observer_->OnOpen(node->path, reader_thread);
   std::optional<StagedCopy> copy;
   // After a copy failed to read, opens go to the backing store for a while (a dead device).
   if (store_->copies_readable()) copy = store_->Find(node->path);
@@ -333,14 +336,16 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
   return opened;
 }
 
-Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t offset) {
+Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t offset,
+                                                          uint32_t reader_thread) {
   const bool first_read = offset == 0;
   std::shared_ptr<OpenFile> kept = kept_.Get(ino);
   // A file kept from the backing store whose copy was staged since is opened again, from the
   // copy: its READs no longer go to the PFS.
   if (kept != nullptr && !kept->from_cache && store_->Contains(kept->path)) kept = nullptr;
-  if (kept != nullptr && (!first_read || CountKeptHit(*kept))) return kept;
-  auto opened = OpenCounted(ino, O_RDONLY, /*open_copy_now=*/true, nullptr, first_read);
+  if (kept != nullptr && (!first_read || CountKeptHit(*kept, reader_thread))) return kept;
+  auto opened =
+      OpenCounted(ino, O_RDONLY, /*open_copy_now=*/true, nullptr, first_read, reader_thread);
   if (!opened.ok()) return opened.status();
   OpenFile* raw = opened->file.release();
   if (raw->from_cache) raw->drop_pages = true;  // the FUSE file's pages are the cache
@@ -354,7 +359,7 @@ Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t
   return file;
 }
 
-bool FileSystem::CountKeptHit(OpenFile& file) {
+bool FileSystem::CountKeptHit(OpenFile& file, uint32_t reader_thread) {
   if (!file.from_cache || file.copy_failed.load(std::memory_order_acquire)) return false;
   if (!store_->copies_readable()) return false;
   auto copy = store_->Find(file.path, /*touch=*/false);
@@ -362,7 +367,7 @@ bool FileSystem::CountKeptHit(OpenFile& file) {
   const double start = Elapsed();
   counters_.opens.Add(1);
   // Before the touch, so that the copy's eviction key reflects this use of the plan (as Open).
-  if (open_observer_ != nullptr) (void)open_observer_->OnOpen(file.path);
+  if (open_observer_ != nullptr) (void)open_observer_->OnOpen(file.path, reader_thread);
   (void)store_->Find(file.path);
   counters_.hits.Add(1);
   if (file.from_peer_copy) counters_.hits_peer_copies.Add(1);

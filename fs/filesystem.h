@@ -64,6 +64,8 @@ class RequestCaller {
  public:
   virtual ~RequestCaller() = default;
   virtual Caller Get() const = 0;
+  // The requesting thread's id (the kernel's view; 0 when unknown). Cheap: no /proc read.
+  virtual uint32_t ThreadId() const { return 0; }
 };
 
 struct OpenFile {
@@ -152,7 +154,9 @@ class FileSystem {
                           const RequestCaller* caller = nullptr);
   // No-open mode: the file a READ of `ino` at `offset` reads from (Read, DataFd), held by the
   // caller while it reads. A READ at offset 0 counts as an open of the file (see the top).
-  Result<std::shared_ptr<OpenFile>> FileForRead(uint64_t ino, uint64_t offset);
+  // `reader_thread`: the reading thread's id, for the open observer (0 when unknown).
+  Result<std::shared_ptr<OpenFile>> FileForRead(uint64_t ino, uint64_t offset,
+                                                uint32_t reader_thread = 0);
   // No-open mode: the files kept open between READs (for status).
   size_t kept_files() const { return kept_.size(); }
   size_t kept_files_bound() const { return kept_.capacity(); }
@@ -188,10 +192,10 @@ class FileSystem {
   // Open's work; `counted`: the open is counted (opens, hits or misses, the open observer,
   // read-through and the file's open counters); uncounted opens serve a no-open READ in mid-file.
   Result<OpenResult> OpenCounted(uint64_t ino, int flags, bool open_copy_now,
-                                 const RequestCaller* caller, bool counted);
+                                 const RequestCaller* caller, bool counted, uint32_t reader_thread);
   // No-open mode: counts a first READ served by `file`, kept open from a staged copy, as an open
   // of it (a hit). False if the copy is no longer the store's current one (then open anew).
-  bool CountKeptHit(OpenFile& file);
+  bool CountKeptHit(OpenFile& file, uint32_t reader_thread);
   Result<int> OpenCopy(const std::string& data_path);
   // A copy failed to open or read for another reason than being gone: counted, and reported to
   // the store (its device's condition, and a pause of serving copies).

@@ -117,7 +117,8 @@ Result<PlanSpec> ParseKeyedSpec(std::string_view spec, PlanSpec out, std::string
   std::vector<std::string> known;
   switch (out.kind) {
     case SamplerKind::kTorchDistributed:
-      known = {"seed", "world", "ranks", "drop_last", "shuffle", "epochs", "start_epoch"};
+      known = {"seed",    "world",  "ranks",       "drop_last",
+               "shuffle", "epochs", "start_epoch", "set_epoch"};
       break;
     case SamplerKind::kTorchRandom:
       known = {"seed", "epochs", "persistent_workers"};
@@ -159,6 +160,10 @@ Result<PlanSpec> ParseKeyedSpec(std::string_view spec, PlanSpec out, std::string
       auto flag = ParseFlag(spec, kv);
       if (!flag.ok()) return flag.status();
       out.shuffle = *flag;
+    } else if (kv.key == "set_epoch") {
+      auto flag = ParseFlag(spec, kv);
+      if (!flag.ok()) return flag.status();
+      out.set_epoch = *flag;
     } else if (kv.key == "persistent_workers") {
       auto flag = ParseFlag(spec, kv);
       if (!flag.ok()) return flag.status();
@@ -325,6 +330,9 @@ std::string FormatPlanSpec(const PlanSpec& spec) {
   if (spec.end_epoch) items.push_back("epochs=" + std::to_string(*spec.end_epoch));
   if (spec.kind == SamplerKind::kTorchDistributed && spec.start_epoch != 0) {
     items.push_back("start_epoch=" + std::to_string(spec.start_epoch));
+  }
+  if (spec.kind == SamplerKind::kTorchDistributed && !spec.set_epoch) {
+    items.push_back("set_epoch=0");
   }
   if (spec.kind == SamplerKind::kTorchRandom && spec.persistent_workers) {
     items.push_back("persistent_workers=1");

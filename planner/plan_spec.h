@@ -2,12 +2,14 @@
 //
 // Accepted strings (nothing else):
 //   torch-distributed:seed=S,world=R[,ranks=A-B][,drop_last=0|1][,shuffle=0|1][,epochs=E]
-//                     [,start_epoch=F]
+//                     [,start_epoch=F][,set_epoch=0|1]
 //   torch-random:seed=S[,epochs=E][,persistent_workers=0|1]
 //   numpy:seed=S[,epochs=E][,reseed=none|epoch]
 //   numpy-rng:seed=S[,epochs=E]
 //   sequential[:epochs=E]
 //   list:FILE
+// set_epoch=0: the job never calls sampler.set_epoch, so every epoch repeats the order of epoch
+// start_epoch (DistributedSampler seeds each epoch with seed + its epoch attribute).
 // Epoch numbers are absolute (the value passed to set_epoch). A plan covers epochs
 // [start_epoch, epochs) like `for epoch in range(start_epoch, epochs)`; without `epochs` it never
 // ends. Seeds are decimal integers and accepted exactly as the library accepts them: torch
@@ -59,6 +61,7 @@ struct PlanSpec {
   uint32_t last_rank = 0;
   bool drop_last = false;
   bool shuffle = true;
+  bool set_epoch = true;  // torch-distributed: false when the job never calls set_epoch
   bool persistent_workers = false;
   NumpyReseed reseed = NumpyReseed::kNone;
   uint64_t start_epoch = 0;

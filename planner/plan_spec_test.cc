@@ -40,6 +40,12 @@ TEST(PlanSpec, DefaultsAndOtherKinds) {
   EXPECT_FALSE(dist->drop_last);
   EXPECT_FALSE(dist->end_epoch.has_value());
   EXPECT_TRUE(dist->CoversEpoch(1000000));
+  EXPECT_TRUE(dist->set_epoch);
+  auto repeating = ParsePlanSpec("torch-distributed:seed=3,world=2,set_epoch=0");
+  ASSERT_TRUE(repeating.ok());
+  EXPECT_FALSE(repeating->set_epoch);
+  EXPECT_EQ(FormatPlanSpec(*repeating), "torch-distributed:seed=3,world=2,set_epoch=0");
+  EXPECT_FALSE(ParsePlanSpec("torch-random:seed=3,set_epoch=0").ok());
 
   auto random = ParsePlanSpec("torch-random:seed=-1,persistent_workers=1,epochs=3");
   ASSERT_TRUE(random.ok());

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -43,6 +44,18 @@ TEST(Plan, DistributedEpochIsRandpermOfSeedPlusEpoch) {
   auto plan = MakePlan("torch-distributed:seed=40,world=1", 50);
   TorchGenerator g(42);
   EXPECT_EQ(*plan->RankIndices(2, 0), Randperm(50, g).ToVector());
+}
+
+TEST(Plan, WithoutSetEpochEveryEpochRepeatsTheFirstOrder) {
+  // A job that never calls sampler.set_epoch seeds every epoch with seed + 0 (+ start_epoch).
+  auto plan = MakePlan("torch-distributed:seed=40,world=1,set_epoch=0", 50);
+  TorchGenerator g(40);
+  const std::vector<uint64_t> first = Randperm(50, g).ToVector();
+  EXPECT_EQ(*plan->RankIndices(0, 0), first);
+  EXPECT_EQ(*plan->RankIndices(7, 0), first);
+  auto later = MakePlan("torch-distributed:seed=40,world=1,start_epoch=2,set_epoch=0", 50);
+  TorchGenerator g2(42);
+  EXPECT_EQ(*later->RankIndices(5, 0), Randperm(50, g2).ToVector());
 }
 
 TEST(Plan, CachesOneEpochSharedByRanks) {

@@ -37,6 +37,7 @@ class TorchDistributedSampler : public Sampler {
       : seed_(*spec.seed.ToInt128()),
         world_(spec.world),
         shuffle_(spec.shuffle),
+        seed_epoch_(spec.set_epoch ? std::nullopt : std::optional<uint64_t>(spec.start_epoch)),
         num_samples_(num_samples),
         per_rank_(DistributedSamplesPerRank(num_samples, spec.world, spec.drop_last)) {}
 
@@ -44,8 +45,9 @@ class TorchDistributedSampler : public Sampler {
     if (!shuffle_) {
       return EpochOrder::Strided(epoch, IndexVector(), true, num_samples_, world_, per_rank_);
     }
-    // DistributedSampler calls g.manual_seed(self.seed + self.epoch) with Python ints.
-    __int128 seed = seed_ + static_cast<__int128>(epoch);
+    // DistributedSampler calls g.manual_seed(self.seed + self.epoch) with Python ints; without
+    // set_epoch calls its epoch attribute never moves.
+    __int128 seed = seed_ + static_cast<__int128>(seed_epoch_.value_or(epoch));
     const __int128 max = (static_cast<__int128>(1) << 64) - 1;
     if (seed > max) {
       return Status::Invalid("epoch " + std::to_string(epoch) +
@@ -61,6 +63,7 @@ class TorchDistributedSampler : public Sampler {
   __int128 seed_;
   uint32_t world_;
   bool shuffle_;
+  std::optional<uint64_t> seed_epoch_;  // set_epoch=0: the epoch every order is seeded with
   uint64_t num_samples_;
   uint64_t per_rank_;
 };

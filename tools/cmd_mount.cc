@@ -185,15 +185,22 @@ void RegisterMount(CLI::App& app) {
   cmd->add_option_function<std::string>(
          "--plan", item("plan"),
          "Access plan (e.g. torch-distributed:seed=42,world=8,ranks=0-7): stage ahead in plan "
-         "order and evict by next planned use (see clairfs plan show --help)")
+         "order and evict by next planned use (see clairfs plan show --help). 'auto' (also "
+         "-o plan=auto) infers it from the first opens: torch DistributedSampler (seed + epoch "
+         "< 2^20 or a popular seed, world <= 1024), torch RandomSampler and NumPy at popular "
+         "seeds; adopted once the chance that a wrong plan explains the opens is below 1e-9 "
+         "(status shows the search; docs/PLANNER.md)")
       ->type_name("SPEC");
   cmd->add_option_function<std::string>("--layout", item("layout"),
                                         "Sample numbering of the plan: imagefolder (default), "
                                         "sorted or list:FILE (a regular file of at most 1 GiB); "
                                         "needs --plan, as do --layout-root and --plan-window")
       ->type_name("LAYOUT");
-  cmd->add_option_function<std::string>("--layout-root", item("layout_root"),
-                                        "Dataset directory below the backing root (e.g. train)")
+  cmd->add_option_function<std::string>(
+         "--layout-root", item("layout_root"),
+         "Dataset directory below the backing root (e.g. train); with "
+         "--plan auto and imagefolder, inferred from the first "
+         "opened path when not given")
       ->type_name("SUBDIR");
   cmd->add_option_function<std::string>(
          "--plan-window", item("plan_window"),

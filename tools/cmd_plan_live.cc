@@ -1,4 +1,4 @@
-// `clairfs plan set MOUNTPOINT --plan SPEC [--layout L] [--layout-root D]` and
+// `clairfs plan set MOUNTPOINT --plan SPEC|auto [--layout L] [--layout-root D]` and
 // `clairfs plan clear MOUNTPOINT`: change a running mount's access plan through its control
 // socket (ops plan_set / plan_clear, owner only).
 //
@@ -41,6 +41,13 @@ int RunPlanSet(const PlanSetArgs& a) {
   auto reply = client->Call(request);
   if (!reply.ok()) return Fail("plan set", reply.status());
   const nlohmann::json& plan = (*reply)["plan"];
+  if (a.plan == "auto") {
+    printf(
+        "plan auto set on %s: the plan is inferred from the next opens (clairfs status "
+        "shows the search)\n",
+        SanitizeText(a.mountpoint).c_str());
+    return kExitOk;
+  }
   printf("plan %s set on %s: %llu files\n", SanitizeText(a.plan).c_str(),
          SanitizeText(a.mountpoint).c_str(),
          static_cast<unsigned long long>(plan.value("files", uint64_t{0})));
@@ -64,7 +71,9 @@ void RegisterPlanLive(CLI::App* plan) {
                              "Give a running mount an access plan: it stages ahead in plan order "
                              "and evicts by next planned use (replaces any current plan).");
   set->add_option("MOUNTPOINT", set_args->mountpoint, "The mountpoint")->required();
-  set->add_option("--plan", set_args->plan, "Plan spec (see clairfs plan show --help)")
+  set->add_option("--plan", set_args->plan,
+                  "Plan spec (see clairfs plan show --help), or auto: inferred from the next "
+                  "opens (see clairfs mount --help)")
       ->type_name("SPEC")
       ->required();
   set->add_option("--layout", set_args->layout,

@@ -1,6 +1,8 @@
 // plan_set / plan_clear control ops (see plan_handlers.h).
 #include "fs/control/plan_handlers.h"
 
+#include <optional>
+
 #include "fs/control/status_report.h"
 #include "planner/base/name_escape.h"
 
@@ -29,15 +31,28 @@ void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
         if (!root_text.ok()) return root_text.status();
         auto root = UnescapeName(*root_text);  // a directory name of the dataset: escaped
         if (!root.ok()) return root.status();
-        auto parsed = ParsePlanTrackerConfig(*spec, *layout, *root);
-        if (!parsed.ok()) return parsed.status();
-        PlanTrackerConfig config = std::move(*parsed);
+        std::optional<uint64_t> window;
         if (request.contains("window")) {
           if (!request["window"].is_number_unsigned() || request["window"].get<uint64_t>() == 0) {
             return Status::Invalid("window must be a positive integer");
           }
-          config.window = request["window"].get<uint64_t>();
+          window = request["window"].get<uint64_t>();
         }
+        if (*spec == "auto") {
+          auto layout_spec = ParseLayoutSpec(*layout, *root);
+          if (!layout_spec.ok()) return layout_spec.status().WithContext("--layout");
+          PlanWatcherConfig watch;
+          watch.layout = std::move(*layout_spec);
+          watch.root_given = !root->empty();
+          if (window) watch.window = *window;
+          CLAIRFS_RETURN_IF_ERROR(runtime->SetAuto(std::move(watch)));
+          (*reply)["plan"] = SanitizedStrings(runtime->StatusJson());
+          return Status::Ok();
+        }
+        auto parsed = ParsePlanTrackerConfig(*spec, *layout, *root);
+        if (!parsed.ok()) return parsed.status();
+        PlanTrackerConfig config = std::move(*parsed);
+        if (window) config.window = *window;
         CLAIRFS_RETURN_IF_ERROR(runtime->Set(config));
         (*reply)["plan"] = SanitizedStrings(runtime->StatusJson());
         return Status::Ok();

@@ -316,7 +316,7 @@ Status StartDaemon(Daemon* d) {
   // With a plan at mount the plan decides; otherwise heat does (plain LRU while the index holds
   // no heat, or while a plan set later is active).
   open.make_policy = [d](HeatStore* heat) -> std::unique_ptr<EvictionPolicy> {
-    if (d->options.plan_config) {
+    if (d->options.plan_config || d->options.plan_auto) {
       auto plan_policy = std::make_unique<PlanPolicy>();
       d->plan_policy = plan_policy.get();
       return plan_policy;
@@ -404,6 +404,8 @@ Status StartDaemon(Daemon* d) {
   d->plan = std::make_unique<PlanRuntime>(plan_deps);
   if (d->options.plan_config) {
     CLAIRFS_RETURN_IF_ERROR(d->plan->Set(*d->options.plan_config).WithContext("--plan"));
+  } else if (d->options.plan_auto) {
+    CLAIRFS_RETURN_IF_ERROR(d->plan->SetAuto(*d->options.plan_auto).WithContext("--plan auto"));
   }
   d->fs->set_open_observer(d->plan.get());
   d->plan->Start();

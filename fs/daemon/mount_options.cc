@@ -344,7 +344,16 @@ Status ValidateMountOptions(MountOptions* options) {
   const MountOptions& o = *options;
   if (o.backing.empty()) return Status::Invalid("missing BACKING directory");
   options->plan_config.reset();
-  if (!o.plan.empty()) {
+  options->plan_auto.reset();
+  if (o.plan == "auto") {
+    auto layout = ParseLayoutSpec(o.plan_layout, o.plan_layout_root);
+    if (!layout.ok()) return layout.status().WithContext("--layout");
+    PlanWatcherConfig watch;
+    watch.layout = std::move(*layout);
+    watch.root_given = !o.plan_layout_root.empty();
+    watch.window = o.plan_window;
+    options->plan_auto = std::move(watch);
+  } else if (!o.plan.empty()) {
     auto config = ParsePlanTrackerConfig(o.plan, o.plan_layout, o.plan_layout_root);
     if (!config.ok()) return config.status();
     config->window = o.plan_window;

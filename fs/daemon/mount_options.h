@@ -25,6 +25,7 @@
 #include "fs/fuse/passthrough.h"
 #include "fs/fuse/sched_policy.h"
 #include "fs/prefetch/plan_tracker.h"
+#include "fs/prefetch/plan_watcher.h"
 #include "fs/revalidate.h"
 #include "planner/base/status.h"
 
@@ -88,8 +89,10 @@ struct MountOptions {
   std::string plan_layout = "imagefolder";
   std::string plan_layout_root;
   uint64_t plan_window = 256;  // planned positions of reordering tolerated per rank
-  // The plan parsed by ValidateMountOptions (empty without --plan).
+  // The plan parsed by ValidateMountOptions (empty without --plan, and with --plan auto).
   std::optional<PlanTrackerConfig> plan_config;
+  // --plan auto: the plan is inferred from the first opens (fs/prefetch/plan_watcher.h).
+  std::optional<PlanWatcherConfig> plan_auto;
 };
 
 // Applies one item of a comma-separated -o list (already split). Returns an error naming the

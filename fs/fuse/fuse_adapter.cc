@@ -200,6 +200,7 @@ class FuseRequestCaller final : public RequestCaller {
     const struct fuse_ctx* ctx = fuse_req_ctx(req_);
     return Caller{ctx->uid, ctx->gid, GroupsOfThread(ctx->pid)};
   }
+  uint32_t ThreadId() const override { return static_cast<uint32_t>(fuse_req_ctx(req_)->pid); }
 
  private:
   fuse_req_t req_;
@@ -264,7 +265,8 @@ void OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
   // A no-open mount's READ carries no handle: it holds a kept file while it reads.
   std::shared_ptr<OpenFile> kept;
   if (adapter->options().no_open) {
-    auto found = fs->FileForRead(ino, static_cast<uint64_t>(off));
+    auto found = fs->FileForRead(ino, static_cast<uint64_t>(off),
+                                 static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     if (!found.ok()) return ReplyError(req, found.status(), "read");
     kept = std::move(*found);
   }

@@ -37,21 +37,87 @@ Status PlanRuntime::Set(PlanTrackerConfig config) {
   config.backing_root = deps_.backing_root;
   auto tracker = PlanTracker::Create(config);
   if (!tracker.ok()) return tracker.status();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    tracker_ = *tracker;
-    rekeyed_drop_ = false;
-  }
-  if (deps_.policy != nullptr) deps_.policy->SetOracle(*tracker);
-  if (deps_.on_plan_active) deps_.on_plan_active(true);
-  Log(LogLevel::kInfo, "plan %s: %llu files, %s", config.spec.text.c_str(),
-      static_cast<unsigned long long>((*tracker)->num_files()),
-      (*tracker)->StatusJson()["ranks"].dump().c_str());
-  cv_.notify_all();
+  StopWatcher();
+  Install(std::move(*tracker), "plan");
   return Status::Ok();
 }
 
+void PlanRuntime::Install(std::shared_ptr<PlanTracker> tracker, const std::string& how) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tracker_ = tracker;
+    rekeyed_drop_ = false;
+    watching_ = false;
+  }
+  if (deps_.policy != nullptr) deps_.policy->SetOracle(tracker);
+  if (deps_.on_plan_active) deps_.on_plan_active(true);
+  Log(LogLevel::kInfo, "%s %s: %llu files, %s", how.c_str(), tracker->config().spec.text.c_str(),
+      static_cast<unsigned long long>(tracker->num_files()),
+      tracker->StatusJson()["ranks"].dump().c_str());
+  cv_.notify_all();
+}
+
+Status PlanRuntime::SetAuto(PlanWatcherConfig config) {
+  config.backing_root = deps_.backing_root;
+  StopWatcher();
+  Clear();
+  uint64_t generation = 0;
+  std::shared_ptr<PlanWatcher> watcher;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation = ++generation_;
+  }
+  watcher = std::make_shared<PlanWatcher>(std::move(config), [this, generation](InferredPlan plan) {
+    return Adopt(std::move(plan), generation);
+  });
+  watcher->Start();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watcher_ = watcher;
+    watching_ = true;
+  }
+  Log(LogLevel::kInfo, "plan auto: inferring the plan from the first opens");
+  return Status::Ok();
+}
+
+Status PlanRuntime::Adopt(InferredPlan plan, uint64_t generation) {
+  plan.config.backing_root = deps_.backing_root;
+  auto created = PlanTracker::Create(plan.config);
+  if (!created.ok()) return created.status();
+  std::shared_ptr<PlanTracker> tracker = std::move(*created);
+  // The opens the inference saw, so that each rank's cursor stands where its reader is.
+  for (const std::string& path : plan.replay) {
+    (void)tracker->OnOpen(path);
+    if (tracker->NeedsAdvance()) {
+      CLAIRFS_RETURN_IF_ERROR(tracker->AdvanceEpoch());
+    }
+  }
+  if (tracker->dropped()) {
+    return Status::Error(EPROTO, "the plan does not follow the opens it was inferred from");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (generation != generation_ || stopping_) {
+      return Status::Error(ECANCELED, "plan auto was cleared or replaced meanwhile");
+    }
+  }
+  Install(std::move(tracker), "plan auto: adopted");
+  return Status::Ok();
+}
+
+void PlanRuntime::StopWatcher() {
+  std::shared_ptr<PlanWatcher> watcher;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watcher = std::move(watcher_);
+    watching_ = false;
+    ++generation_;
+  }
+  if (watcher) watcher->Stop();
+}
+
 void PlanRuntime::Clear() {
+  StopWatcher();
   std::shared_ptr<PlanTracker> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -86,21 +152,49 @@ void PlanRuntime::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  StopWatcher();
 }
 
-bool PlanRuntime::OnOpen(const std::string& path) {
+bool PlanRuntime::OnOpen(const std::string& path, uint32_t reader_thread) {
   std::shared_ptr<PlanTracker> tracker;
+  std::shared_ptr<PlanWatcher> watcher;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    tracker = tracker_;
+    if (watching_) {
+      watcher = watcher_;
+    } else {
+      tracker = tracker_;
+    }
+  }
+  if (watcher != nullptr) {
+    watcher->Observe(path, reader_thread);
+    return false;
   }
   return tracker != nullptr && tracker->OnOpen(path);
 }
 
 nlohmann::json PlanRuntime::StatusJson() {
-  std::shared_ptr<PlanTracker> t = tracker();
-  if (!t) return nullptr;
+  std::shared_ptr<PlanTracker> t;
+  std::shared_ptr<PlanWatcher> watcher;
+  bool watching = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    t = tracker_;
+    watcher = watcher_;
+    watching = watching_;
+  }
+  if (!t || (watching && t->dropped() && watcher != nullptr)) {
+    if (watcher == nullptr) return nullptr;
+    nlohmann::json j;
+    j["spec"] = "auto";
+    j["active"] = false;
+    j["dropped"] = false;
+    j["inference"] = watcher->StatusJson();
+    if (t) j["previous"] = t->StatusJson();
+    return j;
+  }
   nlohmann::json j = t->StatusJson();
+  if (watcher != nullptr) j["inference"] = watcher->StatusJson();
   j["memory_bytes"] = t->MemoryBytes();
   j["eviction"] = deps_.policy != nullptr ? "plan" : "lru";
   j["left_to_reader"] = left_to_reader_.load();
@@ -185,6 +279,15 @@ bool PlanRuntime::RunPass() {
   queued_.clear();
   if (deps_.policy != nullptr) deps_.policy->Rekey();
   if (deps_.on_plan_active) deps_.on_plan_active(false);
+  std::shared_ptr<PlanWatcher> watcher;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (watcher_ != nullptr && tracker_ == tracker) {
+      watcher = watcher_;
+      watching_ = true;  // --plan auto: infer again, from the next epoch
+    }
+  }
+  if (watcher != nullptr) watcher->Resume();
   return true;
 }
 

@@ -1,5 +1,9 @@
 // PlanRuntime: the mount's plan machinery: the current PlanTracker (set at mount with --plan or
 // by the plan_set control op, removed by plan_clear), the open hook, and the prefetcher thread.
+// Under `--plan auto` (SetAuto) a PlanWatcher sees the opens while no plan is active, and the plan
+// it infers is adopted as if it had been set (Adopt: the watcher's trace is replayed into the new
+// tracker first, so its cursors stand where the readers are); when an adopted plan is dropped the
+// watcher searches again from the next epoch.
 //
 // The prefetcher wakes every 3 ms while its passes queue or withdraw copies, backing off to 24 ms
 // while they find every planned file of the window staged, and skips passes while nothing they
@@ -50,6 +54,7 @@
 #include "cache/stager.h"
 #include "fs/open_observer.h"
 #include "fs/prefetch/plan_tracker.h"
+#include "fs/prefetch/plan_watcher.h"
 #include "planner/base/status.h"
 
 namespace clairfs {
@@ -76,13 +81,16 @@ class PlanRuntime final : public OpenObserver {
 
   // Builds a tracker for `config` (backing_root is filled in) and makes it current.
   Status Set(PlanTrackerConfig config);
-  // Removes the current plan (no-op without one).
+  // `--plan auto`: removes the current plan and infers one from the opens (config.backing_root
+  // is filled in). The eviction policy is the deps' (the daemon gives a plan policy).
+  Status SetAuto(PlanWatcherConfig config);
+  // Removes the current plan, or stops inferring one (no-op without either).
   void Clear();
   // Starts / stops the prefetcher thread (Stop is idempotent; the destructor calls it).
   void Start();
   void Stop();
 
-  bool OnOpen(const std::string& path) override;
+  bool OnOpen(const std::string& path, uint32_t reader_thread) override;
   // One pass of the prefetcher (the thread runs one every few ms): handles a dropped plan, or
   // generates the next epoch if due, queues and withdraws copies. True if it did any of that.
   // Not while the thread runs.
@@ -91,7 +99,8 @@ class PlanRuntime final : public OpenObserver {
   uint64_t passes() const { return passes_.load(std::memory_order_relaxed); }
   // Whether a plan is set and not dropped.
   bool Active();
-  // The "plan" status object, or null without a plan.
+  // The "plan" status object, or null without a plan. Under --plan auto it has an "inference"
+  // object (PlanWatcher::StatusJson) and, while none is adopted, "spec": "auto".
   nlohmann::json StatusJson();
   std::shared_ptr<PlanTracker> tracker();
 
@@ -110,6 +119,13 @@ class PlanRuntime final : public OpenObserver {
     }
   };
   PassInputs InputsOf(PlanTracker* tracker);
+  // Makes `tracker` current (Set and Adopt).
+  void Install(std::shared_ptr<PlanTracker> tracker, const std::string& how);
+  // The watcher's adoption: builds the tracker, replays the trace, installs it unless the
+  // watcher of `generation` was replaced or stopped meanwhile.
+  Status Adopt(InferredPlan plan, uint64_t generation);
+  // Stops and forgets the watcher (not under mu_: its thread may be waiting for mu_ in Adopt).
+  void StopWatcher();
   void Loop();
   bool PrefetchPass(PlanTracker* tracker);
   std::optional<FileIdentity> IdentityOf(PlanTracker* tracker, uint32_t file);
@@ -118,11 +134,14 @@ class PlanRuntime final : public OpenObserver {
   void UpdateLead(uint64_t cursor_time);
 
   PlanRuntimeDeps deps_;
-  std::mutex mu_;  // guards tracker_, stopping_, rekeyed_drop_
+  std::mutex mu_;  // guards tracker_, stopping_, rekeyed_drop_, watcher_, watching_, generation_
   std::condition_variable cv_;
   std::shared_ptr<PlanTracker> tracker_;
   bool stopping_ = false;
   bool rekeyed_drop_ = false;
+  std::shared_ptr<PlanWatcher> watcher_;  // under --plan auto
+  bool watching_ = false;                 // opens go to the watcher (no active plan)
+  uint64_t generation_ = 0;               // bumped by SetAuto, Set and Clear
   std::thread thread_;
 
   // Prefetcher-thread state.

@@ -176,7 +176,7 @@ class PlanRuntimeTest : public ::testing::Test {
 
   // What the FUSE open does: tell the plan, then look the copy up (a use for eviction).
   void ReaderOpens(const std::string& path) {
-    runtime_->OnOpen(path);
+    runtime_->OnOpen(path, 0);
     store_->Find(path);
   }
 
