@@ -31,6 +31,31 @@ std::string Duration(double seconds) {
 }
 
 // The peer tier (docs/PEERS.md): the key, the agent when one is attached, and what peers brought.
+// `--plan auto`: the search, or what it adopted.
+void PrintPlanInference(const nlohmann::json& inference) {
+  const std::string state = inference.value("state", "");
+  if (state == "adopted") {
+    printf("plan auto   %s\n", inference.value("summary", "").c_str());
+    return;
+  }
+  std::string line = "plan        auto: " + state + " (" +
+                     std::to_string(inference.value("trace_opens", uint64_t{0})) + " opens from " +
+                     std::to_string(inference.value("readers", uint64_t{0})) + " readers, " +
+                     std::to_string(inference.value("searches", uint64_t{0})) + " searches";
+  char cpu[64];
+  snprintf(cpu, sizeof cpu, ", %.1f s CPU", inference.value("search_cpu_seconds", 0.0));
+  line += cpu;
+  line += ")";
+  if (!inference.value("last_outcome", "").empty()) {
+    line += "; last: " + inference.value("last_outcome", "") + ": " +
+            inference.value("last_reason", "");
+  }
+  if (!inference.value("layout_error", "").empty()) {
+    line += "; " + inference.value("layout_error", "");
+  }
+  printf("%s\n", line.c_str());
+}
+
 void PrintPeers(const nlohmann::json& j) {
   if (!j.contains("peers") || !j["peers"].is_object()) return;
   const auto& p = j["peers"];
@@ -180,7 +205,10 @@ void PrintHuman(const nlohmann::json& j) {
            static_cast<unsigned long long>(h.value("files_hot", uint64_t{0})),
            static_cast<unsigned long long>(h.value("logs", uint64_t{0})));
   }
-  if (j.contains("plan") && j["plan"].is_object()) {
+  if (j.contains("plan") && j["plan"].is_object() && j["plan"].contains("inference")) {
+    PrintPlanInference(j["plan"]["inference"]);
+  }
+  if (j.contains("plan") && j["plan"].is_object() && j["plan"].value("spec", "") != "auto") {
     const auto& p = j["plan"];
     std::string ranks;
     for (const auto& r : p.value("ranks", nlohmann::json::array())) {

@@ -170,7 +170,7 @@ bool PlanRuntime::OnOpen(const std::string& path, uint32_t reader_thread) {
     watcher->Observe(path, reader_thread);
     return false;
   }
-  return tracker != nullptr && tracker->OnOpen(path);
+  return tracker != nullptr && tracker->OnOpen(path, reader_thread);
 }
 
 nlohmann::json PlanRuntime::StatusJson() {
@@ -287,7 +287,7 @@ bool PlanRuntime::RunPass() {
       watching_ = true;  // --plan auto: infer again, from the next epoch
     }
   }
-  if (watcher != nullptr) watcher->Resume();
+  if (watcher != nullptr) watcher->Resume(tracker->RecentMismatches());
   return true;
 }
 

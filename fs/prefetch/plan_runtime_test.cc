@@ -18,6 +18,7 @@
 
 #include "cache/cache_dir.h"
 #include "cache/index_db.h"
+#include "planner/plan.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -132,6 +133,37 @@ class PlanRuntimeTest : public ::testing::Test {
     config->window = window;
     ASSERT_TRUE(runtime_->Set(*config).ok());
     tracker_ = runtime_->tracker();
+  }
+
+  // A runtime under --plan auto over the dataset (a narrow search: it runs in a unit test).
+  void StartAuto(uint64_t capacity, uint64_t window = 16) {
+    auto policy = std::make_unique<PlanPolicy>();
+    policy_ = policy.get();
+    auto store = ContentStore::Open(cache_dir_.get(), index_.get(), Env::Default(),
+                                    ContentStoreOptions{capacity, 0, nullptr}, std::move(policy));
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    PlanRuntimeDeps deps;
+    deps.store = store_.get();
+    deps.stager = &queue_;
+    deps.manifest = manifest_.get();
+    deps.policy = policy_;
+    deps.backing_root = backing_;
+    deps.env = &clock_;
+    deps.on_plan_active = [this](bool active) { active_calls_.push_back(active); };
+    runtime_ = std::make_unique<PlanRuntime>(deps);
+    PlanWatcherConfig config;
+    config.window = window;
+    config.inference.max_seed_plus_epoch = 1 << 12;
+    config.inference.max_world = 8;
+    config.proc_root = dir_ / "no-proc";
+    ASSERT_TRUE(runtime_->SetAuto(config).ok());
+  }
+
+  // Waits (at most 60 s) until the runtime has an active plan.
+  bool WaitActive() {
+    for (int i = 0; i < 6000 && !runtime_->Active(); ++i) usleep(10000);
+    return runtime_->Active();
   }
 
   void MakeDatasetAndStart(const std::vector<uint64_t>& sizes, const std::string& spec,
@@ -396,6 +428,75 @@ TEST_F(PlanRuntimeTest, AMismatchedReaderGetsThePlanDroppedAndItsRequestsWithdra
   runtime_->RunPass();
   EXPECT_EQ(queue_.requests.size(), requested);
   EXPECT_EQ(active_calls_.size(), 2u);
+}
+
+TEST_F(PlanRuntimeTest, AutoAdoptsTheInferredPlanWithCursorsWhereTheReadersAre) {
+  // Epoch 0 of seed 77, world 2, both ranks on this node; the runtime is given no plan.
+  const std::string spec = "torch-distributed:seed=77,world=2";
+  MakeDataset(std::vector<uint64_t>(2000, 1), spec);
+  StartAuto(/*capacity=*/0);
+  EXPECT_FALSE(runtime_->Active());
+  EXPECT_EQ(runtime_->StatusJson()["spec"], "auto");
+  // The layout as the watcher numbers it: from a tracker of the same dataset.
+  std::vector<std::string> r0, r1;
+  {
+    auto config = ParsePlanTrackerConfig(spec, "imagefolder", "");
+    config->backing_root = backing_;
+    auto t = PlanTracker::Create(*config);
+    ASSERT_TRUE(t.ok());
+    auto plan = Plan::Create(config->spec, (*t)->num_files());
+    auto rank0 = (*plan)->RankIndices(0, 0);
+    auto rank1 = (*plan)->RankIndices(0, 1);
+    ASSERT_TRUE(rank0.ok() && rank1.ok());
+    for (uint64_t i : *rank0) r0.push_back((*t)->PathOf(static_cast<uint32_t>(i)));
+    for (uint64_t i : *rank1) r1.push_back((*t)->PathOf(static_cast<uint32_t>(i)));
+  }
+  size_t opened = 0;
+  for (; opened < 300 && !runtime_->Active(); ++opened) {
+    runtime_->OnOpen(r0[opened], 101);
+    runtime_->OnOpen(r1[opened], 102);
+    if (opened % 4 == 3) usleep(20000);  // the watcher's thread searches meanwhile
+  }
+  ASSERT_TRUE(WaitActive()) << runtime_->StatusJson().dump();
+  nlohmann::json status = runtime_->StatusJson();
+  EXPECT_EQ(status["spec"], spec) << status.dump();
+  EXPECT_EQ(status["inference"]["state"], "adopted");
+  EXPECT_EQ(status["eviction"], "plan");
+  // The replay put each rank's cursor where its reader is (opens after the snapshot the watcher
+  // took may be missing from it, within the window).
+  auto tracker = runtime_->tracker();
+  EXPECT_GE(tracker->Cursor(0).second + 16, opened);
+  EXPECT_GE(tracker->Cursor(1).second + 16, opened);
+  // The rest of the epoch follows the plan; then epoch 1 of a job that never calls set_epoch
+  // repeats epoch 0's order: the plan is dropped and the same seed is found again.
+  for (size_t i = opened; i < r0.size(); ++i) {
+    EXPECT_TRUE(runtime_->OnOpen(r0[i], 101)) << i;
+    EXPECT_TRUE(runtime_->OnOpen(r1[i], 102)) << i;
+  }
+  EXPECT_EQ(tracker->StatusJson()["mismatches"], 0u);
+  for (size_t i = 0; i < r0.size() && !tracker->dropped(); ++i) {
+    runtime_->OnOpen(r0[i], 101);
+    runtime_->OnOpen(r1[i], 102);
+    opened = i + 1;
+  }
+  ASSERT_TRUE(tracker->dropped());
+  // What the plan could not explain: the new epoch's first opens (a chance match aside).
+  EXPECT_GE(tracker->RecentMismatches().size(), 16u);
+  runtime_->RunPass();  // handles the drop: the watcher searches again
+  EXPECT_FALSE(runtime_->Active());
+  for (size_t i = opened; i < 300 && !runtime_->Active(); ++i) {
+    runtime_->OnOpen(r0[i], 101);
+    runtime_->OnOpen(r1[i], 102);
+    opened = i + 1;
+    if (i % 4 == 3) usleep(20000);
+  }
+  ASSERT_TRUE(WaitActive()) << runtime_->StatusJson().dump();
+  EXPECT_EQ(runtime_->StatusJson()["spec"], spec + ",set_epoch=0");
+  // Opens that reached the watcher after its trace was handed over are holes the tracker skips.
+  for (size_t i = opened; i < r0.size(); ++i) {
+    EXPECT_TRUE(runtime_->OnOpen(r0[i], 101)) << i;
+    EXPECT_TRUE(runtime_->OnOpen(r1[i], 102)) << i;
+  }
 }
 
 }  // namespace

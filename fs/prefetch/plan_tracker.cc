@@ -67,6 +67,8 @@ Result<std::shared_ptr<PlanTracker>> PlanTracker::Create(const PlanTrackerConfig
   t->last_match_.assign(t->num_files_, 0);
   const uint64_t per_epoch = uses.rank_length * uses.ranks;
   t->recent_.assign(std::max<uint64_t>(config.mismatch_min, per_epoch / 50), 0);
+  t->recent_file_.assign(t->recent_.size(), 0);
+  t->recent_thread_.assign(t->recent_.size(), 0);
   return t;
 }
 
@@ -157,7 +159,7 @@ bool PlanTracker::Finished() {
   return true;
 }
 
-bool PlanTracker::OnOpen(const std::string& path) {
+bool PlanTracker::OnOpen(const std::string& path, uint32_t reader_thread) {
   auto it = index_.find(std::string_view(path));
   if (it == index_.end()) return false;  // not a dataset file: unplanned, ignored
   std::lock_guard<std::mutex> lock(mu_);
@@ -169,6 +171,8 @@ bool PlanTracker::OnOpen(const std::string& path) {
   recent_mismatches_ += miss;
   recent_mismatches_ -= recent_[recent_next_];
   recent_[recent_next_] = miss;
+  recent_file_[recent_next_] = it->second;
+  recent_thread_[recent_next_] = reader_thread;
   recent_next_ = (recent_next_ + 1) % recent_.size();
   if (dataset_opens_ >= recent_.size() && recent_mismatches_ * 2 > recent_.size()) {
     DropLocked("the reader does not follow the plan: " + std::to_string(recent_mismatches_) +
@@ -185,6 +189,17 @@ void PlanTracker::DropLocked(const std::string& reason) {
   dropped_reason_ = reason;
   Log(LogLevel::kWarn, "plan %s dropped: %s; falling back to read-through",
       config_.spec.text.c_str(), reason.c_str());
+}
+
+std::vector<std::pair<std::string, uint32_t>> PlanTracker::RecentMismatches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, uint32_t>> out;
+  const size_t filled = std::min<uint64_t>(dataset_opens_, recent_.size());
+  for (size_t i = 0; i < filled; ++i) {
+    const size_t slot = (recent_next_ + recent_.size() - filled + i) % recent_.size();
+    if (recent_[slot]) out.emplace_back(PathOf(recent_file_[slot]), recent_thread_[slot]);
+  }
+  return out;
 }
 
 uint64_t PlanTracker::dataset_opens() {
@@ -331,7 +346,8 @@ nlohmann::json PlanTracker::StatusJson() {
 uint64_t PlanTracker::MemoryBytes() {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t bytes =
-      schedule_->MemoryBytes() + last_match_.capacity() * sizeof(uint64_t) + recent_.capacity();
+      schedule_->MemoryBytes() + last_match_.capacity() * sizeof(uint64_t) + recent_.capacity() +
+      (recent_file_.capacity() + recent_thread_.capacity()) * sizeof(uint32_t);
   for (const RankState& rank : ranks_) {
     bytes += rank.consumed[0].capacity() + rank.consumed[1].capacity();
   }

@@ -73,7 +73,7 @@ class PlanTracker final : public PlanOracle {
 
   // Records an open of `path` (relative to the backing root). Returns true if the path is a file
   // of the active plan (the prefetcher, not read-through, stages it).
-  bool OnOpen(const std::string& path);
+  bool OnOpen(const std::string& path, uint32_t reader_thread = 0);
 
   // PlanOracle.
   bool PlanActive() override;
@@ -98,6 +98,10 @@ class PlanTracker final : public PlanOracle {
   bool Finished();
   // Opens of the plan's files so far (each moves a cursor).
   uint64_t dataset_opens();
+  // The opens among the last mismatch window's that matched no rank, oldest first, with their
+  // opening threads: after a drop, where what the reader does now began (plan auto starts its
+  // next search there).
+  std::vector<std::pair<std::string, uint32_t>> RecentMismatches();
   void SetProtectUntil(uint64_t time);
   void SetLead(uint64_t files, uint64_t prefetched_total);
   void Drop(const std::string& reason);
@@ -137,6 +141,8 @@ class PlanTracker final : public PlanOracle {
   std::vector<RankState> ranks_;
   std::vector<uint64_t> last_match_;  // per file: time of its last matched use + 1 (0 = none)
   std::vector<uint8_t> recent_;       // ring of the last opens: 1 = mismatch
+  std::vector<uint32_t> recent_file_;    // ... the file each opened
+  std::vector<uint32_t> recent_thread_;  // ... and the opening thread
   size_t recent_next_ = 0;
   uint64_t recent_mismatches_ = 0;
   uint64_t dataset_opens_ = 0;

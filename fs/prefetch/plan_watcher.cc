@@ -113,10 +113,13 @@ void PlanWatcher::Observe(const std::string& path, uint32_t tid) {
   cv_.notify_one();
 }
 
-void PlanWatcher::Resume() {
+void PlanWatcher::Resume(std::vector<std::pair<std::string, uint32_t>> unexplained) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     resume_ = true;
+    state_ = State::kWaiting;  // from now on opens are queued again (Observe)
+    resume_opens_.clear();
+    for (auto& [path, tid] : unexplained) resume_opens_.push_back(Pending{std::move(path), tid});
   }
   cv_.notify_one();
 }
@@ -151,15 +154,12 @@ bool PlanWatcher::Step() {
     resume = resume_;
     resume_ = false;
     if (resume) {
-      // The adopted plan was dropped: what follows may be the rest of this epoch.
-      state_ = State::kWaitingForEpoch;
+      // The adopted plan was dropped: a new trace starts at the first open it did not explain.
       epochs_without_plan_ = 0;
+      batch.insert(batch.begin(), std::make_move_iterator(resume_opens_.begin()),
+                   std::make_move_iterator(resume_opens_.end()));
+      resume_opens_.clear();
     }
-  }
-  if (resume) {
-    trace_.clear();
-    trace_readers_.clear();
-    if (layout_) seen_.assign(layout_->size(), 0);
   }
   for (const Pending& p : batch) {
     if (!layout_ && !EnsureLayout(p.path)) continue;

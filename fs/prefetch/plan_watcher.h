@@ -10,9 +10,11 @@
 //     the nearest ancestor whose layout holds the file; sorted: the backing root);
 //   - maps each open to (sample index, reader), the reader being the opening process or, for a
 //     DataLoader worker, its rank process (reader_processes.h);
-//   - keeps the trace since the start of an epoch: from the mount's first open, or after a plan
-//     was dropped (or none was found), from the first open of a file already opened since then,
-//     which is where the next epoch begins (each file is read once per epoch);
+//   - keeps the trace since the start of an epoch: from the mount's first open; after a plan was
+//     dropped, from the first open it could not explain (the opens of its last mismatch window
+//     that matched no rank: where what the readers do now began); after a trace in which no plan
+//     was found, from the first open of a file already opened since that trace began, which is
+//     where the next epoch begins (each file is read once per epoch);
 //   - runs InferPlan over the trace when it has grown enough (at 16 opens, then each time it
 //     doubles; at most kMaxAttempts searches per epoch), and on adoption calls `adopt` with the
 //     plan (ranks: the readers' ranks; `set_epoch=0` when the same seed + epoch is found again at
@@ -78,8 +80,9 @@ class PlanWatcher {
 
   // An open of `path` (relative to the backing root) by thread `tid`.
   void Observe(const std::string& path, uint32_t tid);
-  // The adopted plan was dropped: search again from the next epoch's start.
-  void Resume();
+  // The adopted plan was dropped: search again, from `unexplained` (paths and threads, oldest
+  // first: the opens the plan could not explain), then from the next epoch's start.
+  void Resume(std::vector<std::pair<std::string, uint32_t>> unexplained);
   // The thread's work on what is queued (tests call it with the thread not started). True if it
   // did anything.
   bool Step();
@@ -125,6 +128,7 @@ class PlanWatcher {
   double search_seconds_ = 0;
   uint64_t adoptions_ = 0;
   bool resume_ = false;
+  std::vector<Pending> resume_opens_;
 
   // The thread's own (no lock).
   ReaderProcesses reader_processes_;
