@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -32,7 +33,8 @@ class PlanMountTest : public ::testing::Test {
   // The files rank 0 reads in `epoch` under `spec`, from `clairfs plan show` (over `backing`,
   // by default the fixture's dataset of kFiles files).
   std::vector<std::string> PlanOrder(const std::string& spec, int epoch,
-                                     const std::string& backing = "", size_t files = kFiles) {
+                                     const std::string& backing = "", size_t files = 0) {
+    if (files == 0) files = files_;
     CommandResult r = testing::Run({ClairfsBin(), "plan", "show", "--backing",
                                     backing.empty() ? backing_ : backing, "--plan", spec, "--epoch",
                                     std::to_string(epoch)});
@@ -72,18 +74,19 @@ class PlanMountTest : public ::testing::Test {
       // Let the prefetcher stage the first window before the reader starts.
       for (int i = 0; i < 200; ++i) {
         nlohmann::json s = m.Status();
-        if (s.value("staged_files", 0) >= kFiles) break;
+        if (s.value("staged_files", size_t{0}) >= files_) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
     std::vector<std::pair<uint64_t, uint64_t>> out;
     nlohmann::json before = m.Status();
     for (int e = 0; e < epochs; ++e) {
-      ReadEpoch(mnt, PlanOrder(read_spec, e), 1000);
+      ReadEpoch(mnt, PlanOrder(read_spec, e), pause_us_);
       nlohmann::json after = m.Status();
       out.emplace_back(after["hits"].get<uint64_t>() - before["hits"].get<uint64_t>(),
                        after["misses"].get<uint64_t>() - before["misses"].get<uint64_t>());
       before = after;
+      if (after_epoch_) after_epoch_(e, after);
     }
     *final = before;
     EXPECT_EQ(m.Umount().exit_code, 0);
@@ -93,6 +96,10 @@ class PlanMountTest : public ::testing::Test {
   TempDir dir_;
   std::string backing_;
   bool drop_pages_ = false;  // ReadEpoch drops each file's pages after reading it
+  size_t files_ = kFiles;    // files in backing_
+  int pause_us_ = 1000;      // RunEpochs' pause after each file
+  // Told after each epoch of RunEpochs with the status then (may be empty).
+  std::function<void(int epoch, const nlohmann::json& status)> after_epoch_;
 };
 
 // On a no-open mount the plan follows READs: a file's first READ moves the reader's cursor and
@@ -260,6 +267,85 @@ TEST_F(PlanMountTest, PlanSetAndClearOnARunningMount) {
     if (!staged) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(staged);
+  ASSERT_EQ(testing::Run({ClairfsBin(), "plan", "clear", mnt}).exit_code, 0);
+  EXPECT_TRUE(m.Status()["plan"].is_null());
+  EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// --plan auto: a reader of torch-distributed seed 4242 (set_epoch each epoch) through a mount given
+// no plan. The plan is inferred during the first epoch and from the next epoch on the mount hits
+// as often as a mount given the spec (half the dataset's capacity).
+TEST_F(PlanMountTest, AutoInfersThePlanInTheFirstEpochAndThenHitsAsAGivenPlanDoes) {
+  files_ = 6000;  // the threshold needs a dataset well beyond the 256-position window
+  backing_ = dir_ / "big";
+  CommandResult made =
+      testing::Run({ClairfsBin(), "bench", "make-dataset", backing_, "--files",
+                    std::to_string(files_), "--classes", "6", "--sizes", "fixed:4K", "--json"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  pause_us_ = 300;
+  const std::string spec = "torch-distributed:seed=4242,world=1";
+  const std::string half = std::to_string(files_ * 4096 / 2);
+  nlohmann::json given_status, auto_status;
+  auto given =
+      RunEpochs("given", {"--capacity", half, "--plan", spec}, spec, 3, false, &given_status);
+  int adopted_in = -1;
+  after_epoch_ = [&](int epoch, const nlohmann::json& status) {
+    if (adopted_in < 0 && status["plan"].is_object() &&
+        status["plan"]["inference"].value("state", "") == "adopted") {
+      adopted_in = epoch;
+    }
+  };
+  auto automatic =
+      RunEpochs("auto", {"--capacity", half, "--plan", "auto"}, spec, 3, false, &auto_status);
+  ASSERT_EQ(given.size(), 3u);
+  ASSERT_EQ(automatic.size(), 3u);
+  for (int e = 0; e < 3; ++e) {
+    printf("epoch %d: given plan %llu hits %llu misses, auto %llu hits %llu misses\n", e,
+           static_cast<unsigned long long>(given[e].first),
+           static_cast<unsigned long long>(given[e].second),
+           static_cast<unsigned long long>(automatic[e].first),
+           static_cast<unsigned long long>(automatic[e].second));
+  }
+  printf("auto: %s\n", auto_status["plan"].dump().c_str());
+  ASSERT_EQ(adopted_in, 0) << auto_status.dump();
+  ASSERT_TRUE(auto_status["plan"].is_object());
+  EXPECT_EQ(auto_status["plan"]["spec"], spec);
+  EXPECT_FALSE(auto_status["plan"]["dropped"].get<bool>());
+  EXPECT_EQ(auto_status["plan"]["eviction"], "plan");
+  const nlohmann::json& inference = auto_status["plan"]["inference"];
+  EXPECT_EQ(inference["adopted"], spec);
+  EXPECT_NE(inference["summary"].get<std::string>().find("set_epoch continues it"),
+            std::string::npos);
+  // From the epoch after adoption, hits as a given plan's (within 2% of the epoch's opens).
+  for (int e = 1; e < 3; ++e) {
+    EXPECT_GE(automatic[e].first + files_ / 50, given[e].first) << "epoch " << e;
+  }
+}
+
+TEST_F(PlanMountTest, PlanSetAutoOnARunningMountSearchesAndReportsIt) {
+  const std::string mnt = dir_ / "mnt";
+  ClairfsMount m(backing_, mnt, dir_ / "cache");
+  ASSERT_EQ(m.Mount({"--capacity", "64M"}).exit_code, 0);
+  CommandResult set = testing::Run({ClairfsBin(), "plan", "set", mnt, "--plan", "auto"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(set.out.find("inferred from the next opens"), std::string::npos) << set.out;
+  nlohmann::json s = m.Status();
+  ASSERT_TRUE(s["plan"].is_object()) << s.dump();
+  EXPECT_EQ(s["plan"]["spec"], "auto");
+  EXPECT_EQ(s["plan"]["inference"]["state"], "waiting");
+  // A few hundred opens of a 400-file dataset: too small to tell 2^30 candidates apart, which
+  // status says rather than adopting anything.
+  ReadEpoch(mnt, PlanOrder("torch-distributed:seed=5,world=1", 0), 0);
+  nlohmann::json inference;
+  for (int i = 0; i < 100; ++i) {
+    inference = m.Status()["plan"]["inference"];
+    if (inference.value("state", "") == "gave_up") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(inference["state"], "gave_up") << inference.dump();
+  EXPECT_EQ(inference["last_outcome"], "dataset_too_small") << inference.dump();
+  CommandResult human = testing::Run({ClairfsBin(), "status", mnt});
+  EXPECT_NE(human.out.find("plan        auto: gave_up"), std::string::npos) << human.out;
   ASSERT_EQ(testing::Run({ClairfsBin(), "plan", "clear", mnt}).exit_code, 0);
   EXPECT_TRUE(m.Status()["plan"].is_null());
   EXPECT_EQ(m.Umount().exit_code, 0);

@@ -85,12 +85,24 @@ Status PlanRuntime::Adopt(InferredPlan plan, uint64_t generation) {
   auto created = PlanTracker::Create(plan.config);
   if (!created.ok()) return created.status();
   std::shared_ptr<PlanTracker> tracker = std::move(*created);
-  // The opens the inference saw, so that each rank's cursor stands where its reader is.
-  for (const std::string& path : plan.replay) {
-    (void)tracker->OnOpen(path);
-    if (tracker->NeedsAdvance()) {
-      CLAIRFS_RETURN_IF_ERROR(tracker->AdvanceEpoch());
-    }
+  std::shared_ptr<PlanWatcher> watcher;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watcher = watcher_;
+  }
+  if (watcher == nullptr) return Status::Error(ECANCELED, "plan auto was cleared meanwhile");
+  auto replay = [&tracker](const std::string& path, uint32_t thread) -> Status {
+    (void)tracker->OnOpen(path, thread);
+    if (tracker->NeedsAdvance()) return tracker->AdvanceEpoch();
+    return Status::Ok();
+  };
+  // The opens the inference saw, then those that came while it searched and while the tracker
+  // was built (the watcher queued them), so that each rank's cursor stands where its reader is.
+  for (const std::string& path : plan.replay) CLAIRFS_RETURN_IF_ERROR(replay(path, 0));
+  for (int round = 0; round < 8; ++round) {
+    auto pending = watcher->TakePending();
+    for (const auto& [path, thread] : pending) CLAIRFS_RETURN_IF_ERROR(replay(path, thread));
+    if (pending.size() < 64) break;
   }
   if (tracker->dropped()) {
     return Status::Error(EPROTO, "the plan does not follow the opens it was inferred from");
@@ -101,7 +113,9 @@ Status PlanRuntime::Adopt(InferredPlan plan, uint64_t generation) {
       return Status::Error(ECANCELED, "plan auto was cleared or replaced meanwhile");
     }
   }
-  Install(std::move(tracker), "plan auto: adopted");
+  Install(tracker, "plan auto: adopted");
+  // Opens queued between the last round and the switch.
+  for (const auto& [path, thread] : watcher->TakePending()) (void)tracker->OnOpen(path, thread);
   return Status::Ok();
 }
 

@@ -24,6 +24,8 @@ constexpr uint32_t kMaxEpochsWithoutPlan = 3;
 // Layout builds (each walks the dataset) over the watcher's life.
 constexpr uint32_t kMaxLayoutBuilds = 6;
 constexpr size_t kFirstSearchAt = 16;
+// The first search covers torch-distributed seed + epoch below this (docs/PLANNER.md).
+constexpr uint64_t kQuickSeedsPlusEpoch = uint64_t{1} << 16;
 
 double ThreadCpuSeconds() {
   struct timespec ts;
@@ -122,6 +124,18 @@ void PlanWatcher::Resume(std::vector<std::pair<std::string, uint32_t>> unexplain
     for (auto& [path, tid] : unexplained) resume_opens_.push_back(Pending{std::move(path), tid});
   }
   cv_.notify_one();
+}
+
+std::vector<std::pair<std::string, uint32_t>> PlanWatcher::TakePending() {
+  std::vector<Pending> taken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    taken.swap(pending_);
+  }
+  std::vector<std::pair<std::string, uint32_t>> out;
+  out.reserve(taken.size());
+  for (Pending& p : taken) out.emplace_back(std::move(p.path), p.tid);
+  return out;
 }
 
 bool PlanWatcher::adopted() {
@@ -263,7 +277,22 @@ void PlanWatcher::MaybeSearch() {
   InferenceOptions options = config_.inference;
   options.window = static_cast<uint32_t>(std::min<uint64_t>(config_.window, UINT32_MAX));
   const double cpu_start = ThreadCpuSeconds();
-  InferenceResult r = InferPlan(trace_, layout_->size(), options);
+  InferenceResult r;
+  if (options.torch_distributed && options.max_seed_plus_epoch > kQuickSeedsPlusEpoch) {
+    // Most jobs' seed + epoch is small: search below 2^16 first (a tenth of the time), judged
+    // under the whole space's bound so that what it adopts is as safe as the full search.
+    InferenceOptions quick = options;
+    quick.max_seed_plus_epoch = kQuickSeedsPlusEpoch;
+    quick.threshold_candidates = InferenceCandidates(options, layout_->size());
+    r = InferPlan(trace_, layout_->size(), quick);
+    if (r.outcome != InferenceOutcome::kAdopted &&
+        r.outcome != InferenceOutcome::kTooFewObservations &&
+        r.outcome != InferenceOutcome::kDatasetTooSmall) {
+      r = InferPlan(trace_, layout_->size(), options);
+    }
+  } else {
+    r = InferPlan(trace_, layout_->size(), options);
+  }
   const double cpu = ThreadCpuSeconds() - cpu_start;
   {
     std::lock_guard<std::mutex> lock(mu_);

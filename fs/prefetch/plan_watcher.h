@@ -16,7 +16,9 @@
 //     was found, from the first open of a file already opened since that trace began, which is
 //     where the next epoch begins (each file is read once per epoch);
 //   - runs InferPlan over the trace when it has grown enough (at 16 opens, then each time it
-//     doubles; at most kMaxAttempts searches per epoch), and on adoption calls `adopt` with the
+//     doubles; at most kMaxAttempts searches per epoch), first over torch-distributed seed +
+//     epoch below 2^16 under the whole space's false-adoption bound, then, if that finds no
+//     plan, over the whole space; on adoption calls `adopt` with the
 //     plan (ranks: the readers' ranks; `set_epoch=0` when the same seed + epoch is found again at
 //     the next epoch: the job never calls set_epoch) and the trace's paths, which the runtime
 //     replays into the new tracker so that its cursors stand where the readers are.
@@ -83,6 +85,9 @@ class PlanWatcher {
   // The adopted plan was dropped: search again, from `unexplained` (paths and threads, oldest
   // first: the opens the plan could not explain), then from the next epoch's start.
   void Resume(std::vector<std::pair<std::string, uint32_t>> unexplained);
+  // Takes the opens queued since the thread last looked (paths and threads, oldest first): the
+  // runtime replays them into an adopted plan's tracker, which the search kept waiting.
+  std::vector<std::pair<std::string, uint32_t>> TakePending();
   // The thread's work on what is queued (tests call it with the thread not started). True if it
   // did anything.
   bool Step();

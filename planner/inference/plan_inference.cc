@@ -200,6 +200,44 @@ const char* InferenceOutcomeName(InferenceOutcome outcome) {
   return "unknown";
 }
 
+namespace {
+
+// torch-distributed seeds + epoch searched beyond [0, max_seed_plus_epoch): popular seeds plus
+// 0..popular_epochs-1, sorted and distinct.
+std::vector<uint64_t> PopularSeedsBeyondTheDenseRange(const InferenceOptions& options) {
+  std::vector<uint64_t> extra;
+  if (!options.torch_distributed) return extra;
+  for (uint64_t p : options.popular_seeds) {
+    for (uint64_t e = 0; e < options.popular_epochs; ++e) {
+      uint64_t s = p + e;
+      if (s >= options.max_seed_plus_epoch && s <= UINT32_MAX) extra.push_back(s);
+    }
+  }
+  std::sort(extra.begin(), extra.end());
+  extra.erase(std::unique(extra.begin(), extra.end()), extra.end());
+  return extra;
+}
+
+double CountCandidates(const InferenceOptions& options, uint32_t max_world,
+                       uint64_t distributed_seeds) {
+  const uint64_t popular = options.popular_seeds.size();
+  return static_cast<double>(distributed_seeds) * max_world +
+         static_cast<double>(popular) * ((options.torch_random ? 1 : 0) + (options.numpy ? 1 : 0) +
+                                         (options.numpy_rng ? 1 : 0));
+}
+
+}  // namespace
+
+double InferenceCandidates(const InferenceOptions& options, uint64_t num_samples) {
+  const uint32_t max_world =
+      std::max<uint32_t>(1, std::min<uint64_t>(options.max_world, num_samples));
+  const uint64_t dense = options.torch_distributed
+                             ? std::min<uint64_t>(options.max_seed_plus_epoch, uint64_t{1} << 32)
+                             : 0;
+  return CountCandidates(options, max_world,
+                         dense + PopularSeedsBeyondTheDenseRange(options).size());
+}
+
 InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t num_samples,
                           const InferenceOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -251,26 +289,15 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
   for (const Reader& r : readers) checked_total += r.values.size();
 
   // The candidates: torch-distributed seeds + epoch (dense range and popular ones beyond it).
-  std::vector<uint64_t> dense_extra;
-  if (options.torch_distributed) {
-    for (uint64_t p : options.popular_seeds) {
-      for (uint64_t e = 0; e < options.popular_epochs; ++e) {
-        uint64_t s = p + e;
-        if (s >= options.max_seed_plus_epoch && s <= UINT32_MAX) dense_extra.push_back(s);
-      }
-    }
-    std::sort(dense_extra.begin(), dense_extra.end());
-    dense_extra.erase(std::unique(dense_extra.begin(), dense_extra.end()), dense_extra.end());
-  }
+  const std::vector<uint64_t> dense_extra = PopularSeedsBeyondTheDenseRange(options);
   const uint64_t dense = options.torch_distributed
                              ? std::min<uint64_t>(options.max_seed_plus_epoch, uint64_t{1} << 32)
                              : 0;
   const uint64_t distributed_seeds = dense + dense_extra.size();
   const uint64_t popular = options.popular_seeds.size();
-  out.candidates =
-      static_cast<double>(distributed_seeds) * max_world +
-      static_cast<double>(popular) *
-          ((options.torch_random ? 1 : 0) + (options.numpy ? 1 : 0) + (options.numpy_rng ? 1 : 0));
+  out.candidates = CountCandidates(options, max_world, distributed_seeds);
+  // A narrower first search is judged as the whole space is (a union bound over more candidates).
+  out.candidates = std::max(out.candidates, options.threshold_candidates);
 
   EvidenceThreshold threshold =
       DeriveEvidenceThreshold(num_samples, out.candidates, window, checked_total,

@@ -71,6 +71,10 @@ struct InferenceOptions {
   uint32_t checked_per_reader = 48;    // observations per reader stage 2 checks
   uint64_t survivor_budget = 4096;     // expected wrong stage-1 survivors the search may afford
   uint32_t min_evidence_override = 0;  // tests only: K instead of the derived one (0: derived)
+  // K is derived for at least this many candidates: a first search over part of a space (e.g.
+  // seed + epoch < 2^16) adopts only what the whole space's bound allows, so it may adopt before
+  // the rest is searched (0: the candidates searched).
+  double threshold_candidates = 0;
 };
 
 enum class InferenceOutcome {
@@ -129,5 +133,9 @@ struct InferenceResult {
 
 InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t num_samples,
                           const InferenceOptions& options = {});
+
+// The number of candidates InferPlan searches under `options` over `num_samples` samples (what K
+// is derived from, before threshold_candidates).
+double InferenceCandidates(const InferenceOptions& options, uint64_t num_samples);
 
 }  // namespace clairfs

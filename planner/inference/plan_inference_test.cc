@@ -111,6 +111,28 @@ TEST(PlanInference, DistributedRanksInterleavedReorderedWithGapsAndDuplicates) {
   printf("%s\n", r.reason.c_str());
 }
 
+TEST(PlanInference, ANarrowFirstSearchIsJudgedAsTheWholeSpace) {
+  // A mount searches seed + epoch < 2^16 first and adopts there only what the whole space's bound
+  // allows: the same K as the full search, and the same plan.
+  const uint64_t n = 20000;
+  auto opens =
+      LoaderOpens(RankOrder("torch-distributed:seed=300,world=4", n, 0, 1, 150), 4, 2, 0.1, 0.0, 3);
+  InferenceOptions whole = SmallSearch();
+  InferenceResult full = InferPlan(OneReader(opens, 77), n, whole);
+  ASSERT_EQ(full.outcome, InferenceOutcome::kAdopted) << full.reason;
+  InferenceOptions narrow = whole;
+  narrow.max_seed_plus_epoch = 512;
+  InferenceResult unbounded = InferPlan(OneReader(opens, 77), n, narrow);
+  narrow.threshold_candidates = full.candidates;
+  InferenceResult first = InferPlan(OneReader(opens, 77), n, narrow);
+  ASSERT_EQ(first.outcome, InferenceOutcome::kAdopted) << first.reason;
+  EXPECT_EQ(first.spec, full.spec);
+  EXPECT_EQ(first.candidates, full.candidates);
+  EXPECT_EQ(first.min_evidence, full.min_evidence);
+  EXPECT_LT(first.seeds_scanned, full.seeds_scanned);
+  EXPECT_LE(unbounded.min_evidence, first.min_evidence);
+}
+
 TEST(PlanInference, OneRankOfAWorldWithoutPids) {
   const uint64_t n = 50000;
   auto opens = LoaderOpens(RankOrder("torch-distributed:seed=3000,world=12", n, 0, 5, 120), 8, 2,
