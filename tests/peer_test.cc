@@ -87,14 +87,16 @@ class PeerCluster {
   const std::string& key() const { return key_; }
   const std::string& backing() const { return backing_; }
 
-  // Mounts node i with its plan, the key and a capacity of `capacity_fraction` of the dataset.
+  // Mounts node i with its plan (or `auto`), the key and a capacity of `capacity_fraction` of
+  // the dataset.
   ::testing::AssertionResult MountAll(double capacity_fraction,
-                                      const std::vector<std::string>& extra = {}) {
+                                      const std::vector<std::string>& extra = {},
+                                      bool auto_plan = false) {
     const uint64_t capacity =
         static_cast<uint64_t>(capacity_fraction * dataset_bytes_) + (64 << 10);
     for (int i = 0; i < nodes_; ++i) {
       std::vector<std::string> args = {"--capacity", std::to_string(capacity / 1024) + "K",
-                                       "--plan",     Spec(i),
+                                       "--plan",     auto_plan ? "auto" : Spec(i),
                                        "--layout",   "sorted",
                                        "--peer-key", key_};
       args.insert(args.end(), extra.begin(), extra.end());
@@ -285,6 +287,37 @@ INSTANTIATE_TEST_SUITE_P(Transports, PeerTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Tcp" : "SharedMemory";
                          });
+
+// Mounts given `--plan auto`: the agents, started before any reader, wait for their daemons to
+// infer the plan from the readers' first opens, then attach with the same job plan on every node
+// and the nodes stage for each other; every byte right.
+TEST(PeerAutoTest, AgentsWaitForTheInferredPlanAndThenAttach) {
+  // 6,000 files: a dataset large enough for the inference threshold.
+  PeerCluster cluster(2, 6000, 4 << 10, 21, 2);
+  ASSERT_TRUE(cluster.MountAll(0.5, {}, /*auto_plan=*/true));
+  auto agents = cluster.StartAgents(false, {"--plan-wait", "120"}, cluster.ExitReportingAgent());
+  // Before any open the agents wait (the hello says why).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(agents->running()) << agents->Output();
+  EXPECT_FALSE(cluster.mount(0).Status()["peers"].value("attached", true));
+  ExpectAllRight(cluster.ReadEpoch(0, std::chrono::milliseconds(0)), "epoch 0");
+  ASSERT_TRUE(cluster.WaitAttached(agents.get(), 60)) << agents->Output();
+  EXPECT_NE(agents->Output().find("waiting for the mount to infer its plan"), std::string::npos)
+      << agents->Output();
+  for (int i = 0; i < 2; ++i) {
+    json plan = cluster.mount(i).Status()["plan"];
+    EXPECT_EQ(plan["spec"], "torch-distributed:seed=7,world=2,ranks=" + std::to_string(i) + "-" +
+                                std::to_string(i))
+        << plan.dump();
+  }
+  ExpectAllRight(cluster.ReadEpoch(1), "epoch 1");
+  EXPECT_GT(cluster.Total("received"), 0u) << agents->Output();
+  EXPECT_EQ(cluster.Total("rejected"), 0u);
+  // The inferred plan has no last epoch: the agents run until stopped.
+  kill(agents->pid(), SIGTERM);
+  agents->Wait(30);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(cluster.mount(i).Umount().exit_code, 0);
+}
 
 // kill -9 of one agent mid-epoch: the others' readers finish with right bytes and no read waits
 // long; the survivors suspect the lost node within a few seconds and say so; its own mount keeps

@@ -386,6 +386,12 @@ Result<json> PeerPort::Hello(const json& request, const PeerCredentials& peer) {
                                     s_.key_problem + " (docs/ADMIN.md, \"The peer key\")");
   }
   std::shared_ptr<PlanTracker> tracker = s_.plan->tracker();
+  if ((tracker == nullptr || tracker->dropped()) && s_.plan->Inferring()) {
+    return Status::Error(
+        EAGAIN,
+        "this mount infers its plan (--plan auto) and has not adopted one yet: "
+        "the peer tier places files by the plan (clairfs status shows the search)");
+  }
   if (tracker == nullptr || tracker->dropped()) {
     return Status::Error(ENOENT,
                          "this mount has no active plan: the peer tier places files by the plan "

@@ -147,6 +147,11 @@ bool PlanRuntime::Active() {
   return t != nullptr && !t->dropped();
 }
 
+bool PlanRuntime::Inferring() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watcher_ != nullptr && watching_;
+}
+
 std::shared_ptr<PlanTracker> PlanRuntime::tracker() {
   std::lock_guard<std::mutex> lock(mu_);
   return tracker_;

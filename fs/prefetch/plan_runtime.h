@@ -99,6 +99,8 @@ class PlanRuntime final : public OpenObserver {
   uint64_t passes() const { return passes_.load(std::memory_order_relaxed); }
   // Whether a plan is set and not dropped.
   bool Active();
+  // Whether the mount is inferring its plan (--plan auto, none adopted since the last drop).
+  bool Inferring();
   // The "plan" status object, or null without a plan. Under --plan auto it has an "inference"
   // object (PlanWatcher::StatusJson) and, while none is adopted, "spec": "auto".
   nlohmann::json StatusJson();

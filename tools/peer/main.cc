@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
                  "Milliseconds a file may take to come from a peer before it is staged from the "
                  "PFS instead (default 1000)")
       ->check(CLI::Range(10, 3600000));
+  int plan_wait_s = 600;
+  app.add_option("--plan-wait", plan_wait_s,
+                 "Seconds to wait for a mount under --plan auto to infer its plan (the agent "
+                 "places files by it) before giving up (default 600)")
+      ->check(CLI::Range(0, 86400));
   app.add_option("--max-fetches", options.max_fetches,
                  "Files fetched from peers at once (default 32)")
       ->check(CLI::Range(1, 4096));
@@ -59,6 +64,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   options.deadline = std::chrono::milliseconds(deadline_ms);
+  options.plan_wait = std::chrono::seconds(plan_wait_s);
 #ifdef CLAIRFS_PEER_FAULTS
   using clairfs::peer::ServeFault;
   options.fault = fault == "corrupt" ? ServeFault::kCorrupt

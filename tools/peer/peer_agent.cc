@@ -415,6 +415,20 @@ int RunPeerAgent(const AgentOptions& options, MPI_Comm comm) {
   } else {
     link.emplace(std::move(*connected));
     auto reply = link->Call({{"op", "hello"}, {"protocol", 1}});
+    // A --plan auto mount that has not inferred its plan yet: wait for it (the readers' first
+    // opens decide it), up to --plan-wait.
+    const auto wait_until = std::chrono::steady_clock::now() + options.plan_wait;
+    bool said = false;
+    while (!reply.ok() && reply.status().code() == EAGAIN && g_stop_signal.load() == 0 &&
+           std::chrono::steady_clock::now() < wait_until) {
+      if (!said && (options.verbose || rank == 0)) {
+        fprintf(stderr, "clairfs peer: rank %d: %s: waiting for the mount to infer its plan\n",
+                rank, mountpoint.c_str());
+        said = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      reply = link->Call({{"op", "hello"}, {"protocol", 1}});
+    }
     if (!reply.ok()) {
       mine = FactsFromError(SanitizeText(mountpoint) + ": " + reply.status().message(), host);
     } else {

@@ -32,6 +32,8 @@ struct AgentOptions {
   std::string mountpoint;                    // "%r" is replaced by the MPI rank
   std::chrono::milliseconds deadline{1000};  // for each file a peer is asked for
   int max_fetches = 32;                      // files being fetched at once
+  // How long to wait for a `--plan auto` mount to adopt its plan before giving up.
+  std::chrono::seconds plan_wait{600};
   bool verbose = false;
   ServeFault fault = ServeFault::kNone;
 };
