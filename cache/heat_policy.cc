@@ -1,6 +1,7 @@
 // HeatPolicy (see heat_policy.h).
 #include "cache/heat_policy.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace clairfs {
@@ -61,6 +62,18 @@ void HeatPolicy::OnInsert(const std::string& path, uint64_t) {
 void HeatPolicy::OnAccess(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   TouchLocked(path);
+}
+
+std::vector<std::string> HeatPolicy::PathsByRecency() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<uint64_t, const std::string*>> ticks;
+  ticks.reserve(key_of_.size());
+  for (const auto& [path, key] : key_of_) ticks.emplace_back(key.second, &path);
+  std::sort(ticks.begin(), ticks.end());
+  std::vector<std::string> out;
+  out.reserve(ticks.size());
+  for (const auto& [tick, path] : ticks) out.push_back(*path);
+  return out;
 }
 
 void HeatPolicy::OnRemove(const std::string& path) {

@@ -29,6 +29,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "cache/eviction_policy.h"
 #include "cache/heat_store.h"
@@ -58,6 +59,8 @@ class HeatPolicy final : public EvictionPolicy {
   // The heat per byte the policy uses for `path` (0 without heat or while disabled).
   double HeatOf(const std::string& path);
   size_t size();
+  // Every file the policy holds, least recently used first.
+  std::vector<std::string> PathsByRecency();
 
  private:
   // (heat_per_byte, recency tick): the smallest key is the first victim.

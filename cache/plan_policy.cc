@@ -57,6 +57,12 @@ void PlanPolicy::OnAccess(const std::string& path) {
   TouchLocked(path);
 }
 
+void PlanPolicy::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  by_key_.clear();
+  key_of_.clear();
+}
+
 void PlanPolicy::OnRemove(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = key_of_.find(path);

@@ -62,6 +62,8 @@ class PlanPolicy final : public EvictionPolicy {
       uint64_t candidate_next_use, const std::function<bool(const std::string&)>& evictable);
 
   size_t size();
+  // Forgets every file (a PlanOrHeatPolicy whose plan stopped being active).
+  void Clear();
   // The key's next use for `path` (UINT64_MAX = none), for tests and status.
   std::optional<uint64_t> KeyOf(const std::string& path);
 

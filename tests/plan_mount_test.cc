@@ -257,6 +257,8 @@ TEST_F(PlanMountTest, PlanSetAndClearOnARunningMount) {
   nlohmann::json s = m.Status();
   ASSERT_TRUE(s["plan"].is_object()) << s.dump();
   EXPECT_EQ(s["plan"]["ranks"].size(), 2u);
+  // A mount started without a plan evicts by the plan set later, and by heat (LRU) after it.
+  EXPECT_EQ(s["eviction"], "plan");
   EXPECT_EQ(s["plan"]["files"], static_cast<uint64_t>(kFiles));
   CommandResult human = testing::Run({ClairfsBin(), "status", mnt});
   EXPECT_NE(human.out.find("plan        torch-distributed:seed=5"), std::string::npos) << human.out;
@@ -269,6 +271,7 @@ TEST_F(PlanMountTest, PlanSetAndClearOnARunningMount) {
   EXPECT_TRUE(staged);
   ASSERT_EQ(testing::Run({ClairfsBin(), "plan", "clear", mnt}).exit_code, 0);
   EXPECT_TRUE(m.Status()["plan"].is_null());
+  EXPECT_EQ(m.Status()["eviction"], "lru");
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 

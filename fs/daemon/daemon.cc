@@ -35,6 +35,7 @@
 #include "cache/heat_store.h"
 #include "cache/index_db.h"
 #include "cache/manifest.h"
+#include "cache/plan_or_heat_policy.h"
 #include "cache/stager.h"
 #include "fs/control/admin_handlers.h"
 #include "fs/control/control_handlers.h"
@@ -193,6 +194,9 @@ struct Daemon {
   std::string request_sched;                    // policy of the request-serving threads (status)
   PlanPolicy* plan_policy = nullptr;            // owned by store; set when mounted with --plan
   HeatPolicy* heat_policy = nullptr;            // owned by store; set when mounted without --plan
+  // Owned by store; set when mounted without --plan: heat, or the plan while one set later is
+  // active (plan_policy and heat_policy are its parts).
+  PlanOrHeatPolicy* plan_or_heat_policy = nullptr;
   std::unique_ptr<PlanRuntime> plan;
   std::unique_ptr<ControlServer> control;
   std::unique_ptr<FuseAdapter> adapter;
@@ -313,18 +317,20 @@ Status StartDaemon(Daemon* d) {
   open.scan_threads = d->options.scan_threads;
   open.open_heat = true;
   open.store_options = ContentStoreOptions{d->options.capacity, d->options.min_free, d->peer_key};
-  // With a plan at mount the plan decides; otherwise heat does (plain LRU while the index holds
-  // no heat, or while a plan set later is active).
+  // With a plan at mount (or --plan auto) the plan decides; otherwise heat does (plain LRU while
+  // the index holds no heat), and the plan does while a plan set later is active.
   open.make_policy = [d](HeatStore* heat) -> std::unique_ptr<EvictionPolicy> {
     if (d->options.plan_config || d->options.plan_auto) {
       auto plan_policy = std::make_unique<PlanPolicy>();
       d->plan_policy = plan_policy.get();
       return plan_policy;
     }
-    auto heat_policy = std::make_unique<HeatPolicy>();
-    heat_policy->SetHeat(heat->snapshot());
-    d->heat_policy = heat_policy.get();
-    return heat_policy;
+    auto policy = std::make_unique<PlanOrHeatPolicy>();
+    policy->heat()->SetHeat(heat->snapshot());
+    d->heat_policy = policy->heat();
+    d->plan_policy = policy->plan();
+    d->plan_or_heat_policy = policy.get();
+    return policy;
   };
   auto opened = OpenCache(std::move(open), env);
   if (!opened.ok()) return opened.status();
@@ -345,8 +351,7 @@ Status StartDaemon(Daemon* d) {
   }
   const HeatSummary heat_summary = d->heat->summary();
   Log(LogLevel::kInfo, "eviction: %s (%llu files with heat from %llu logs)",
-      d->plan_policy != nullptr ? d->plan_policy->name() : d->heat_policy->name(),
-      static_cast<unsigned long long>(heat_summary.files_hot),
+      d->store->policy()->name(), static_cast<unsigned long long>(heat_summary.files_hot),
       static_cast<unsigned long long>(heat_summary.logs));
   const RecoveryReport& r = d->store->recovery();
   Log(LogLevel::kInfo,
@@ -397,9 +402,12 @@ Status StartDaemon(Daemon* d) {
   plan_deps.policy = d->plan_policy;
   plan_deps.backing_root = d->paths.backing;
   plan_deps.env = env;
-  if (HeatPolicy* heat_policy = d->heat_policy) {
-    // Heat steps aside while a plan is active.
-    plan_deps.on_plan_active = [heat_policy](bool active) { heat_policy->SetEnabled(!active); };
+  if (PlanOrHeatPolicy* policy = d->plan_or_heat_policy) {
+    // Heat steps aside while a plan is active, and the plan evicts.
+    plan_deps.on_plan_active = [policy](bool active) {
+      policy->heat()->SetEnabled(!active);
+      policy->SetPlanActive(active);
+    };
   }
   d->plan = std::make_unique<PlanRuntime>(plan_deps);
   if (d->options.plan_config) {
