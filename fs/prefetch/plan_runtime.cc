@@ -82,7 +82,7 @@ Status PlanRuntime::SetAuto(PlanWatcherConfig config) {
 
 Status PlanRuntime::Adopt(InferredPlan plan, uint64_t generation) {
   plan.config.backing_root = deps_.backing_root;
-  auto created = PlanTracker::Create(plan.config);
+  auto created = PlanTracker::Create(plan.config, plan.layout, plan.index);
   if (!created.ok()) return created.status();
   std::shared_ptr<PlanTracker> tracker = std::move(*created);
   std::shared_ptr<PlanWatcher> watcher;

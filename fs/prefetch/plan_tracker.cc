@@ -20,11 +20,23 @@ Result<PlanTrackerConfig> ParsePlanTrackerConfig(std::string_view spec, std::str
   return config;
 }
 
-Result<std::shared_ptr<PlanTracker>> PlanTracker::Create(const PlanTrackerConfig& config) {
+std::shared_ptr<const PathIndex> BuildPathIndex(const Layout& layout) {
+  auto index = std::make_shared<PathIndex>();
+  index->reserve(layout.size());
+  for (uint64_t i = 0; i < layout.size(); ++i) {
+    index->emplace(std::string_view(layout.path(i)), static_cast<uint32_t>(i));
+  }
+  return index;
+}
+
+Result<std::shared_ptr<PlanTracker>> PlanTracker::Create(const PlanTrackerConfig& config,
+                                                         std::shared_ptr<const Layout> layout,
+                                                         std::shared_ptr<const PathIndex> index) {
   const PlanSpec* spec = &config.spec;
   std::shared_ptr<PlanTracker> t(new PlanTracker());
   t->config_ = config;
   FileTree* tree = PosixFileTreeInstance();
+  const bool layout_given = layout != nullptr;
   if (spec->kind == SamplerKind::kList) {
     auto plan = Plan::CreateFromList(*spec, tree);
     if (!plan.ok()) return plan.status();
@@ -32,20 +44,30 @@ Result<std::shared_ptr<PlanTracker>> PlanTracker::Create(const PlanTrackerConfig
     t->list_paths_ = t->plan_->list_paths();
     t->num_files_ = t->list_paths_->size();
   } else {
-    auto layout = BuildLayout(tree, config.backing_root, config.layout);
-    if (!layout.ok()) return layout.status();
-    t->layout_ = std::move(*layout);
-    auto plan = Plan::Create(*spec, t->layout_.size());
+    if (layout == nullptr) {
+      auto built = BuildLayout(tree, config.backing_root, config.layout);
+      if (!built.ok()) return built.status();
+      layout = std::make_shared<const Layout>(std::move(*built));
+    }
+    t->layout_ = std::move(layout);
+    auto plan = Plan::Create(*spec, t->layout_->size());
     if (!plan.ok()) return plan.status();
     t->plan_ = std::move(*plan);
-    t->num_files_ = t->layout_.size();
+    t->num_files_ = t->layout_->size();
   }
   if (t->num_files_ >= UINT32_MAX) return Status::Error(EOVERFLOW, "too many files for a plan");
-  t->index_.reserve(t->num_files_);
-  for (uint64_t f = 0; f < t->num_files_; ++f) {
-    t->index_.emplace(std::string_view(t->PathOf(static_cast<uint32_t>(f))),
-                      static_cast<uint32_t>(f));
+  if (index != nullptr && layout_given && t->list_paths_ == nullptr) {
+    t->index_ = std::move(index);  // over the same layout's strings
+  } else {
+    auto built = std::make_shared<PathIndex>();
+    built->reserve(t->num_files_);
+    for (uint64_t f = 0; f < t->num_files_; ++f) {
+      built->emplace(std::string_view(t->PathOf(static_cast<uint32_t>(f))),
+                     static_cast<uint32_t>(f));
+    }
+    t->index_ = std::move(built);
   }
+
   const uint64_t first = spec->start_epoch;
   auto current = BuildEpochUses(t->plan_.get(), first, t->num_files_);
   if (!current.ok()) return current.status();
@@ -143,8 +165,8 @@ void PlanTracker::MoveFinishedRanksLocked() {
 }
 
 std::optional<uint32_t> PlanTracker::IndexOf(std::string_view path) const {
-  auto it = index_.find(path);  // immutable after Create: no lock
-  if (it == index_.end()) return std::nullopt;
+  auto it = index_->find(path);  // immutable after Create: no lock
+  if (it == index_->end()) return std::nullopt;
   return it->second;
 }
 
@@ -160,8 +182,8 @@ bool PlanTracker::Finished() {
 }
 
 bool PlanTracker::OnOpen(const std::string& path, uint32_t reader_thread) {
-  auto it = index_.find(std::string_view(path));
-  if (it == index_.end()) return false;  // not a dataset file: unplanned, ignored
+  auto it = index_->find(std::string_view(path));
+  if (it == index_->end()) return false;  // not a dataset file: unplanned, ignored
   std::lock_guard<std::mutex> lock(mu_);
   if (dropped_) return false;
   ++dataset_opens_;
@@ -231,8 +253,8 @@ uint64_t PlanTracker::SlowestTimeLocked() const {
 }
 
 uint64_t PlanTracker::NextUse(const std::string& path) {
-  auto it = index_.find(std::string_view(path));
-  if (it == index_.end()) return kNoPlannedUse;
+  auto it = index_->find(std::string_view(path));
+  if (it == index_->end()) return kNoPlannedUse;
   std::lock_guard<std::mutex> lock(mu_);
   return schedule_->NextUse(it->second, std::max(SlowestTimeLocked(), last_match_[it->second]));
 }
@@ -345,15 +367,15 @@ nlohmann::json PlanTracker::StatusJson() {
 
 uint64_t PlanTracker::MemoryBytes() {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t bytes =
-      schedule_->MemoryBytes() + last_match_.capacity() * sizeof(uint64_t) + recent_.capacity() +
-      (recent_file_.capacity() + recent_thread_.capacity()) * sizeof(uint32_t);
+  uint64_t bytes = schedule_->MemoryBytes() + last_match_.capacity() * sizeof(uint64_t) +
+                   recent_.capacity() +
+                   (recent_file_.capacity() + recent_thread_.capacity()) * sizeof(uint32_t);
   for (const RankState& rank : ranks_) {
     bytes += rank.consumed[0].capacity() + rank.consumed[1].capacity();
   }
   // Hash map: one node (key view, value, next pointer, cached hash) per file plus the buckets.
-  bytes += index_.size() * (sizeof(std::string_view) + sizeof(uint32_t) + 2 * sizeof(void*)) +
-           index_.bucket_count() * sizeof(void*);
+  bytes += index_->size() * (sizeof(std::string_view) + sizeof(uint32_t) + 2 * sizeof(void*)) +
+           index_->bucket_count() * sizeof(void*);
   return bytes;
 }
 

@@ -62,6 +62,11 @@ struct PlanTrackerConfig {
 Result<PlanTrackerConfig> ParsePlanTrackerConfig(std::string_view spec, std::string_view layout,
                                                  std::string_view layout_root);
 
+// A layout's path -> sample index map; its keys view the layout's own strings.
+using PathIndex = std::unordered_map<std::string_view, uint32_t>;
+// Builds it for `layout`, which must outlive it.
+std::shared_ptr<const PathIndex> BuildPathIndex(const Layout& layout);
+
 struct PlannedFile {
   uint64_t time;  // when it is needed (node time, see plan_schedule.h)
   uint32_t file;
@@ -69,7 +74,11 @@ struct PlannedFile {
 
 class PlanTracker final : public PlanOracle {
  public:
-  static Result<std::shared_ptr<PlanTracker>> Create(const PlanTrackerConfig& config);
+  // `layout` (and `index`, its BuildPathIndex): the dataset's numbering if the caller has it
+  // already (plan auto's watcher built it from the same spec), else the dataset is walked here.
+  static Result<std::shared_ptr<PlanTracker>> Create(
+      const PlanTrackerConfig& config, std::shared_ptr<const Layout> layout = nullptr,
+      std::shared_ptr<const PathIndex> index = nullptr);
 
   // Records an open of `path` (relative to the backing root). Returns true if the path is a file
   // of the active plan (the prefetcher, not read-through, stages it).
@@ -87,7 +96,7 @@ class PlanTracker final : public PlanOracle {
   // Up to `limit` planned (time, file) not yet consumed, in node order from the slowest cursor.
   std::vector<PlannedFile> Upcoming(size_t limit);
   const std::string& PathOf(uint32_t file) const {
-    return list_paths_ != nullptr ? (*list_paths_)[file] : layout_.path(file);
+    return list_paths_ != nullptr ? (*list_paths_)[file] : layout_->path(file);
   }
   uint64_t num_files() const { return num_files_; }
   const PlanTrackerConfig& config() const { return config_; }
@@ -131,16 +140,16 @@ class PlanTracker final : public PlanOracle {
   PlanTrackerConfig config_;
   std::unique_ptr<Plan> plan_;  // used only by Create and AdvanceEpoch (one caller at a time)
   std::mutex plan_mu_;          // serializes AdvanceEpoch
-  Layout layout_;
+  std::shared_ptr<const Layout> layout_;
   const std::vector<std::string>* list_paths_ = nullptr;  // a list plan's table, else layout_
   uint64_t num_files_ = 0;
-  std::unordered_map<std::string_view, uint32_t> index_;
+  std::shared_ptr<const PathIndex> index_;
 
   std::mutex mu_;  // guards everything below
   std::unique_ptr<PlanSchedule> schedule_;
   std::vector<RankState> ranks_;
-  std::vector<uint64_t> last_match_;  // per file: time of its last matched use + 1 (0 = none)
-  std::vector<uint8_t> recent_;       // ring of the last opens: 1 = mismatch
+  std::vector<uint64_t> last_match_;     // per file: time of its last matched use + 1 (0 = none)
+  std::vector<uint8_t> recent_;          // ring of the last opens: 1 = mismatch
   std::vector<uint32_t> recent_file_;    // ... the file each opened
   std::vector<uint32_t> recent_thread_;  // ... and the opening thread
   size_t recent_next_ = 0;

@@ -144,10 +144,10 @@ bool PlanWatcher::adopted() {
 }
 
 void PlanWatcher::Loop() {
-  // The search must never take CPU from readers or the request threads.
-  struct sched_param param = {};
-  (void)sched_setscheduler(0, SCHED_IDLE, &param);
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+  // Off the reads' CPU budget where it can be: the layout's walk is I/O, and the searches run at
+  // SCHED_IDLE (MaybeSearch).
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  Prebuild();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     cv_.wait_for(lock, std::chrono::milliseconds(200),
@@ -157,6 +157,31 @@ void PlanWatcher::Loop() {
     Step();
     lock.lock();
   }
+}
+
+void PlanWatcher::Prebuild() {
+  if (prebuilt_tried_) return;
+  prebuilt_tried_ = true;
+  LayoutSpec spec = config_.layout;
+  spec.root = config_.root_given ? config_.layout.root : std::string();
+  auto built = BuildLayout(PosixFileTreeInstance(), config_.backing_root, spec);
+  if (!built.ok()) return;  // the first open's path decides (EnsureLayout)
+  prebuilt_ = std::make_shared<const Layout>(std::move(*built));
+  prebuilt_root_ = spec.root;
+  prebuilt_index_ = BuildPathIndex(*prebuilt_);
+}
+
+void PlanWatcher::UseLayout(std::shared_ptr<const Layout> layout, const std::string& root) {
+  index_ = layout == prebuilt_ ? prebuilt_index_ : BuildPathIndex(*layout);
+  layout_ = std::move(layout);
+  prebuilt_.reset();
+  prebuilt_index_.reset();
+  seen_.assign(layout_->size(), 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  layout_root_ = root;
+  layout_error_.clear();
+  Log(LogLevel::kInfo, "plan auto: watching opens over %llu samples (layout root '%s')",
+      static_cast<unsigned long long>(layout_->size()), root.c_str());
 }
 
 bool PlanWatcher::Step() {
@@ -177,8 +202,8 @@ bool PlanWatcher::Step() {
   }
   for (const Pending& p : batch) {
     if (!layout_ && !EnsureLayout(p.path)) continue;
-    auto it = index_.find(std::string_view(p.path));
-    if (it == index_.end()) continue;  // not a sample of the dataset
+    auto it = index_->find(std::string_view(p.path));
+    if (it == index_->end()) continue;  // not a sample of the dataset
     Add(it->second, reader_processes_.ReaderOf(p.tid));
   }
   MaybeSearch();
@@ -186,7 +211,22 @@ bool PlanWatcher::Step() {
 }
 
 bool PlanWatcher::EnsureLayout(const std::string& path) {
-  for (const std::string& root : CandidateRoots(config_, path)) {
+  auto holds = [&path](const Layout& layout) {
+    for (uint64_t i = 0; i < layout.size(); ++i) {
+      if (layout.path(i) == path) return true;
+    }
+    return false;
+  };
+  Prebuild();  // tests step without the thread
+  const std::vector<std::string> roots = CandidateRoots(config_, path);
+  // The layout built before any open, if the opened file's root is its root.
+  if (prebuilt_ != nullptr && roots.front() == prebuilt_root_ &&
+      prebuilt_index_->count(std::string_view(path)) != 0) {
+    std::shared_ptr<const Layout> layout = prebuilt_;
+    UseLayout(std::move(layout), prebuilt_root_);
+    return true;
+  }
+  for (const std::string& root : roots) {
     if (layout_attempts_ >= kMaxLayoutBuilds) return false;
     ++layout_attempts_;
     LayoutSpec spec = config_.layout;
@@ -197,24 +237,12 @@ bool PlanWatcher::EnsureLayout(const std::string& path) {
       layout_error_ = "layout with root '" + root + "': " + built.status().message();
       continue;
     }
-    bool holds = false;
-    for (uint64_t i = 0; i < built->size() && !holds; ++i) holds = built->path(i) == path;
-    if (!holds) {
+    if (!holds(*built)) {
       std::lock_guard<std::mutex> lock(mu_);
       layout_error_ = "layout with root '" + root + "' does not hold the opened " + path;
       continue;
     }
-    layout_ = std::move(*built);
-    index_.reserve(layout_->size());
-    for (uint64_t i = 0; i < layout_->size(); ++i) {
-      index_.emplace(std::string_view(layout_->path(i)), static_cast<uint32_t>(i));
-    }
-    seen_.assign(layout_->size(), 0);
-    std::lock_guard<std::mutex> lock(mu_);
-    layout_root_ = root;
-    layout_error_.clear();
-    Log(LogLevel::kInfo, "plan auto: watching opens over %llu samples (layout root '%s')",
-        static_cast<unsigned long long>(layout_->size()), root.c_str());
+    UseLayout(std::make_shared<const Layout>(std::move(*built)), root);
     return true;
   }
   return false;
@@ -276,6 +304,9 @@ void PlanWatcher::MaybeSearch() {
   if (trace_.size() < next_search_at_ || attempts_ >= kMaxAttempts) return;
   InferenceOptions options = config_.inference;
   options.window = static_cast<uint32_t>(std::min<uint64_t>(config_.window, UINT32_MAX));
+  // The search takes only CPU nobody else wants.
+  struct sched_param param = {};
+  (void)sched_setscheduler(0, SCHED_IDLE, &param);
   const double cpu_start = ThreadCpuSeconds();
   InferenceResult r;
   if (options.torch_distributed && options.max_seed_plus_epoch > kQuickSeedsPlusEpoch) {
@@ -294,6 +325,7 @@ void PlanWatcher::MaybeSearch() {
     r = InferPlan(trace_, layout_->size(), options);
   }
   const double cpu = ThreadCpuSeconds() - cpu_start;
+  (void)sched_setscheduler(0, SCHED_OTHER, &param);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++searches_;
@@ -364,6 +396,8 @@ void PlanWatcher::MaybeSearch() {
   }
   plan.config.backing_root = config_.backing_root;
   plan.config.window = config_.window;
+  plan.layout = layout_;
+  plan.index = index_;
   plan.replay.reserve(trace_.size());
   for (const Observation& o : trace_) plan.replay.push_back(layout_->path(o.index));
   plan.summary = summary;

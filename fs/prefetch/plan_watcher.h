@@ -3,11 +3,14 @@
 // (issue 22; docs/PLANNER.md, "Plan inference on a mount").
 //
 // Observe() (FUSE threads, only while the runtime has no active plan) queues the opened path and
-// the opening thread under a short mutex: no I/O, no search. The watcher's own thread, at the
-// lowest CPU priority (SCHED_IDLE, nice 19) so that it never slows reads:
-//   - builds the dataset's layout once, from the first opened path: the mount's layout kind, and
-//     its root as given or inferred (imagefolder: the opened file's class directory's parent, or
-//     the nearest ancestor whose layout holds the file; sorted: the backing root);
+// the opening thread under a short mutex: no I/O, no search. The watcher's own thread (its
+// searches at the lowest CPU priority, SCHED_IDLE, so that they never slow reads):
+//   - builds the dataset's layout once: the mount's layout kind, and its root as given or inferred
+//     from the first opened path (imagefolder: the opened file's class directory's parent, or the
+//     nearest ancestor whose layout holds the file; sorted: the backing root). The layout at the
+//     given root (or the backing root) is built when the watcher starts, before any open, and
+//     used if the first open's root is that one; the adopted plan's tracker reuses it (no second
+//     walk);
 //   - maps each open to (sample index, reader), the reader being the opening process or, for a
 //     DataLoader worker, its rank process (reader_processes.h);
 //   - keeps the trace since the start of an epoch: from the mount's first open; after a plan was
@@ -15,7 +18,8 @@
 //     that matched no rank: where what the readers do now began); after a trace in which no plan
 //     was found, from the first open of a file already opened since that trace began, which is
 //     where the next epoch begins (each file is read once per epoch);
-//   - runs InferPlan over the trace when it has grown enough (at 16 opens, then each time it
+//   - runs InferPlan (at SCHED_IDLE) over the trace when it has grown enough (at 16 opens, then
+//   each time it
 //     doubles; at most kMaxAttempts searches per epoch), first over torch-distributed seed +
 //     epoch below 2^16 under the whole space's false-adoption bound, then, if that finds no
 //     plan, over the whole space; on adoption calls `adopt` with the
@@ -64,8 +68,10 @@ struct PlanWatcherConfig {
 // What the runtime is handed on adoption: the plan's config and the trace to replay.
 struct InferredPlan {
   PlanTrackerConfig config;
-  std::vector<std::string> replay;  // the trace's paths, in arrival order
-  std::string summary;              // "inferred SPEC (...) from N opens in S s"
+  std::shared_ptr<const Layout> layout;    // the numbering the plan was inferred in
+  std::shared_ptr<const PathIndex> index;  // its path -> index map
+  std::vector<std::string> replay;         // the trace's paths, in arrival order
+  std::string summary;                     // "inferred SPEC (...) from N opens in S s"
 };
 
 class PlanWatcher {
@@ -106,6 +112,10 @@ class PlanWatcher {
   void Loop();
   // Builds the layout from the first opened path (thread only). False if none could be built.
   bool EnsureLayout(const std::string& path);
+  // The layout at the given (or backing) root, built before any open (thread only).
+  void Prebuild();
+  // Makes `layout` (at `root`) the watcher's.
+  void UseLayout(std::shared_ptr<const Layout> layout, const std::string& root);
   void Add(uint32_t index, uint64_t reader);
   void MaybeSearch();
   void StartTrace();
@@ -137,8 +147,12 @@ class PlanWatcher {
 
   // The thread's own (no lock).
   ReaderProcesses reader_processes_;
-  std::optional<Layout> layout_;
-  std::unordered_map<std::string_view, uint32_t> index_;
+  std::shared_ptr<const Layout> layout_;
+  std::shared_ptr<const Layout> prebuilt_;  // Prebuild's, until the first open decides
+  std::shared_ptr<const PathIndex> prebuilt_index_;
+  std::string prebuilt_root_;
+  bool prebuilt_tried_ = false;
+  std::shared_ptr<const PathIndex> index_;
   uint32_t layout_attempts_ = 0;
   std::vector<Observation> trace_;
   std::vector<uint8_t> seen_;  // by sample: opened since the trace (or the wait) began
