@@ -267,6 +267,8 @@ std::optional<StagedCopy> ContentStore::Find(const std::string& path, bool touch
   return copy;
 }
 
+void ContentStore::Touch(const std::string& path) { policy_->OnAccess(path); }
+
 bool ContentStore::Contains(const std::string& path) {
   Shard& shard = ShardFor(path);
   std::lock_guard<std::mutex> lock(shard.mu);

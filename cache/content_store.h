@@ -140,6 +140,8 @@ class ContentStore {
 
   // The published copy of `path`, or nullopt. Counts as a use for eviction if `touch`.
   std::optional<StagedCopy> Find(const std::string& path, bool touch = true);
+  // Counts a use of `path` for eviction, as Find with `touch` does (after a Find without it).
+  void Touch(const std::string& path);
   bool Contains(const std::string& path);
 
   // Reserves room for `size` bytes (evicting others, as the policy admits, unless !may_evict)

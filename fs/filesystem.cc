@@ -232,14 +232,24 @@ void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
 }
 
 Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
-                                    const RequestCaller* caller) {
-  return OpenCounted(ino, flags, open_copy_now, caller, /*counted=*/true,
+                                    const RequestCaller* caller, bool defer_backing) {
+  return OpenCounted(ino, flags, open_copy_now, caller, /*counted=*/true, defer_backing,
                      caller != nullptr ? caller->ThreadId() : 0);
 }
 
+namespace {
+
+Result<OpenResult> Deferred() {
+  OpenResult result;
+  result.deferred = true;
+  return result;
+}
+
+}  // namespace
+
 Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_copy_now,
                                            const RequestCaller* caller, bool counted,
-                                           uint32_t reader_thread) {
+                                           bool defer_backing, uint32_t reader_thread) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
     return Status::Error(EROFS, "read-only filesystem");
   }
@@ -247,7 +257,10 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
   if (!node.ok()) return node.status();
   if (node->attr.is_dir()) return Status::Error(EISDIR, "is a directory");
   if (!node->attr.is_reg()) return Status::Error(EPERM, "special files cannot be opened");
-  if (counted) counters_.opens.Add(1);
+  // Every open under revalidate=open stats the backing file first.
+  if (defer_backing && config_.revalidate == Revalidate::kOpen) return Deferred();
+  // A deferrable open is counted once it is known to be served here (below).
+  if (counted && !defer_backing) counters_.opens.Add(1);
   const double open_start = counted ? Elapsed() : -1.0;
 
   OpenResult result;
@@ -275,50 +288,53 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
   }
 
   const FileIdentity identity = node->attr.identity();
-  // Before Find, so a hit's eviction key already reflects this use of the plan.
-  const bool planned =
-      counted && open_observer_ != nullptr && open_observer_->OnOpen(node->path, reader_thread);
+  // Where the bytes come from is settled before the open is counted, so that a deferrable open
+  // that must call the backing store can still be handed on with nothing done.
   std::optional<StagedCopy> copy;
   // After a copy failed to read, opens go to the backing store for a while (a dead device).
-  if (store_->copies_readable()) copy = store_->Find(node->path);
+  if (store_->copies_readable()) copy = store_->Find(node->path, /*touch=*/false);
+  if (copy && copy->identity != identity) {
+    // Never serve a copy of other bytes than the backing file's current ones.
+    (void)store_->Evict(node->path, /*force=*/true);
+    copy.reset();
+  }
+  int copy_fd = -1, handle = -1;
   if (copy) {
-    if (copy->identity == identity) {
-      // Hits on copies a peer brought are counted apart (the peer tier's reads by source).
-      const bool peer_copy = copy->origin == CopyOrigin::kPeer;
-      auto from_copy = [&](Result<OpenResult> opened) {
-        if (opened.ok() && peer_copy) {
-          opened->file->from_peer_copy = true;
-          if (counted) counters_.hits_peer_copies.Add(1);
+    HeldCopies* held = held_copies_.load(std::memory_order_acquire);
+    if (held == nullptr || !held->Claim(ino, identity, copy->data_path, &handle)) {
+      if (open_copy_now) {
+        auto fd = OpenCopy(copy->data_path);
+        if (fd.ok()) {
+          copy_fd = *fd;
+        } else {
+          // Evicted between Find and open, or unreadable: served from the backing store below.
+          if (fd.status().code() != ENOENT) NoteCopyReadError(node->path, fd.status());
+          copy.reset();
         }
-        return opened;
-      };
-      int handle = -1;
-      HeldCopies* held = held_copies_.load(std::memory_order_acquire);
-      if (held != nullptr && held->Claim(ino, identity, copy->data_path, &handle)) {
-        counters_.hits.Add(1);
-        counters_.held_copy_opens.Add(1);
-        auto opened = from_copy(OpenFrom(-1, true, ino, identity, std::move(node->path), open_start,
-                                         std::move(result), std::move(copy->data_path)));
-        opened->file->held_handle = handle;
-        return opened;
       }
-      if (!open_copy_now) {
-        counters_.hits.Add(1);
-        return from_copy(OpenFrom(-1, true, ino, identity, std::move(node->path), open_start,
-                                  std::move(result), std::move(copy->data_path)));
-      }
-      auto fd = OpenCopy(copy->data_path);
-      if (fd.ok()) {
-        if (counted) counters_.hits.Add(1);
-        return from_copy(OpenFrom(*fd, true, ino, identity, std::move(node->path), open_start,
-                                  std::move(result), std::move(copy->data_path)));
-      }
-      // Evicted between Find and open, or unreadable: serve from the backing store below.
-      if (fd.status().code() != ENOENT) NoteCopyReadError(node->path, fd.status());
-    } else {
-      // Never serve a copy of other bytes than the backing file's current ones.
-      (void)store_->Evict(node->path, /*force=*/true);
     }
+  }
+  if (!copy && defer_backing) return Deferred();
+  if (counted && defer_backing) counters_.opens.Add(1);
+  // Before the copy's touch, so that a hit's eviction key already reflects this use of the plan.
+  const bool planned =
+      counted && open_observer_ != nullptr && open_observer_->OnOpen(node->path, reader_thread);
+  if (copy) {
+    store_->Touch(node->path);
+    // Hits on copies a peer brought are counted apart (the peer tier's reads by source).
+    const bool peer_copy = copy->origin == CopyOrigin::kPeer;
+    if (handle >= 0) counters_.held_copy_opens.Add(1);
+    if (handle >= 0 || !open_copy_now || counted) counters_.hits.Add(1);
+    auto opened = OpenFrom(copy_fd, true, ino, identity, std::move(node->path), open_start,
+                           std::move(result), std::move(copy->data_path));
+    if (opened.ok()) {
+      opened->file->held_handle = handle;
+      if (peer_copy) {
+        opened->file->from_peer_copy = true;
+        if (counted) counters_.hits_peer_copies.Add(1);
+      }
+    }
+    return opened;
   }
   if (counted) counters_.misses.Add(1);
   auto fd = OpenBacking(node->path, identity);
@@ -337,16 +353,22 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
 }
 
 Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t offset,
+                                                          bool defer_backing,
                                                           uint32_t reader_thread) {
   const bool first_read = offset == 0;
   std::shared_ptr<OpenFile> kept = kept_.Get(ino);
   // A file kept from the backing store whose copy was staged since is opened again, from the
   // copy: its READs no longer go to the PFS.
   if (kept != nullptr && !kept->from_cache && store_->Contains(kept->path)) kept = nullptr;
+  // A kept file read from the backing store: CountKeptHit counts only copies, so nothing is
+  // counted before this.
+  if (kept != nullptr && defer_backing && ReadCallsBacking(*kept))
+    return std::shared_ptr<OpenFile>();
   if (kept != nullptr && (!first_read || CountKeptHit(*kept, reader_thread))) return kept;
-  auto opened =
-      OpenCounted(ino, O_RDONLY, /*open_copy_now=*/true, nullptr, first_read, reader_thread);
+  auto opened = OpenCounted(ino, O_RDONLY, /*open_copy_now=*/true, nullptr, first_read,
+                            defer_backing, reader_thread);
   if (!opened.ok()) return opened.status();
+  if (opened->deferred) return std::shared_ptr<OpenFile>();
   OpenFile* raw = opened->file.release();
   if (raw->from_cache) raw->drop_pages = true;  // the FUSE file's pages are the cache
   // Released (closed, counters merged) when the last READ holding it ends.

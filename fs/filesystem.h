@@ -90,7 +90,12 @@ struct OpenFile {
 };
 
 struct OpenResult {
+  // Null only when `deferred`.
   std::unique_ptr<OpenFile> file;
+  // Open with defer_backing: the open must call the backing store (a miss, or any open under
+  // revalidate=open), which may hang. Nothing was done or counted; open again with
+  // defer_backing false on a thread that may wait (fs/fuse/backing_calls.h).
+  bool deferred = false;
   bool keep_cache = true;
   // With revalidate=open: opens of another version of this file are still live, and their reads
   // may fill the kernel's shared page cache with their version's bytes; this open's reads must
@@ -150,13 +155,25 @@ class FileSystem {
   // With revalidate=open, a file found changed is checked against `caller` with its fresh
   // attributes (the kernel checked the cached ones): a new mode or owner that denies applies to
   // this very open (EACCES). `caller` may be null (no check).
+  // With `defer_backing`, an open that must call the backing store returns `deferred` before it
+  // does anything (see OpenResult); the decision costs no I/O: the manifest node and the store's
+  // index, as every open looks them up anyway, so a hit costs what it did.
   Result<OpenResult> Open(uint64_t ino, int flags, bool open_copy_now = true,
-                          const RequestCaller* caller = nullptr);
+                          const RequestCaller* caller = nullptr, bool defer_backing = false);
   // No-open mode: the file a READ of `ino` at `offset` reads from (Read, DataFd), held by the
   // caller while it reads. A READ at offset 0 counts as an open of the file (see the top).
+  // With `defer_backing`, null (and nothing done or counted) when the READ would call the
+  // backing store: to open the file, or to read a file kept from it (ReadCallsBacking).
   // `reader_thread`: the reading thread's id, for the open observer (0 when unknown).
   Result<std::shared_ptr<OpenFile>> FileForRead(uint64_t ino, uint64_t offset,
+                                                bool defer_backing = false,
                                                 uint32_t reader_thread = 0);
+  // Whether a READ of `file` calls the backing store: its bytes come from the backing file (a
+  // miss, or a copy that failed). No I/O, no lock. A staged copy opened lazily (fd -1) reads
+  // the copy; only a copy evicted since its open is then read from the backing file (rare).
+  static bool ReadCallsBacking(const OpenFile& file) {
+    return !file.from_cache || file.copy_failed.load(std::memory_order_acquire);
+  }
   // No-open mode: the files kept open between READs (for status).
   size_t kept_files() const { return kept_.size(); }
   size_t kept_files_bound() const { return kept_.capacity(); }
@@ -192,7 +209,8 @@ class FileSystem {
   // Open's work; `counted`: the open is counted (opens, hits or misses, the open observer,
   // read-through and the file's open counters); uncounted opens serve a no-open READ in mid-file.
   Result<OpenResult> OpenCounted(uint64_t ino, int flags, bool open_copy_now,
-                                 const RequestCaller* caller, bool counted, uint32_t reader_thread);
+                                 const RequestCaller* caller, bool counted, bool defer_backing,
+                                 uint32_t reader_thread);
   // No-open mode: counts a first READ served by `file`, kept open from a staged copy, as an open
   // of it (a hit). False if the copy is no longer the store's current one (then open anew).
   bool CountKeptHit(OpenFile& file, uint32_t reader_thread);

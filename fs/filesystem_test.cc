@@ -243,6 +243,106 @@ TEST_F(FileSystemTest, NoOpenReadsByInodeCountTheFirstReadAsTheOpen) {
   EXPECT_EQ(c_bytes, 3 * c.size() + 10);  // the two hits that only asked for the file read none
 }
 
+// Opens and READs that must call the backing store are handed on (OpenResult::deferred, a null
+// FileForRead) before anything is counted or done; hits are served as usual; an open again
+// without deferral counts once (docs/RELIABILITY.md, backing store faults, finding 3).
+TEST_F(FileSystemTest, OpensThatMustCallTheBackingStoreAreDeferredWithNothingDone) {
+  Open();
+  auto& counters = fs_->counters();
+  const uint64_t ino = Ino("train/dog/c.jpg");
+  auto deferred = fs_->Open(ino, O_RDONLY, true, nullptr, /*defer_backing=*/true);
+  ASSERT_TRUE(deferred.ok()) << deferred.status().message();
+  EXPECT_TRUE(deferred->deferred);
+  EXPECT_EQ(deferred->file, nullptr);
+  EXPECT_EQ(counters.opens.Get(), 0u);
+  EXPECT_EQ(counters.misses.Get(), 0u);
+  EXPECT_EQ(stager_->stats().queued + stager_->stats().in_flight + stager_->stats().files_staged,
+            0u);  // read-through queued nothing
+  // Errors found without the backing store are still answered at once.
+  EXPECT_EQ(fs_->Open(Ino("train/cat"), O_RDONLY, true, nullptr, true).status().code(), EISDIR);
+  EXPECT_EQ(fs_->Open(ino, O_RDWR, true, nullptr, true).status().code(), EROFS);
+  // The same open where it may wait: a miss, counted once, read from the backing file.
+  auto miss = fs_->Open(ino, O_RDONLY, true, nullptr, /*defer_backing=*/false);
+  ASSERT_TRUE(miss.ok());
+  ASSERT_NE(miss->file, nullptr);
+  EXPECT_FALSE(miss->deferred);
+  EXPECT_TRUE(FileSystem::ReadCallsBacking(*miss->file));
+  EXPECT_EQ(counters.opens.Get(), 1u);
+  EXPECT_EQ(counters.misses.Get(), 1u);
+  fs_->Release(std::move(miss->file));
+  stager_->WaitIdle();
+  // Staged: a deferrable open is a hit, served here, and its READs read the copy.
+  for (bool open_copy_now : {true, false}) {
+    auto hit = fs_->Open(ino, O_RDONLY, open_copy_now, nullptr, /*defer_backing=*/true);
+    ASSERT_TRUE(hit.ok());
+    EXPECT_FALSE(hit->deferred);
+    ASSERT_NE(hit->file, nullptr);
+    EXPECT_TRUE(hit->file->from_cache);
+    EXPECT_FALSE(FileSystem::ReadCallsBacking(*hit->file));
+    char buf[5];
+    auto n = fs_->Read(*hit->file, buf, sizeof(buf), 0);
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(std::string(buf, *n), "ccccc");
+    fs_->Release(std::move(hit->file));
+  }
+  EXPECT_EQ(counters.opens.Get(), 3u);
+  EXPECT_EQ(counters.hits.Get(), 2u);
+  EXPECT_EQ(counters.misses.Get(), 1u);
+  // A copy that is gone since it was found in the index: deferred, not served from the backing
+  // store here (and not counted).
+  ASSERT_EQ(unlink(cache_stack_->store->Find("train/dog/c.jpg", false)->data_path.c_str()), 0);
+  auto gone = fs_->Open(ino, O_RDONLY, true, nullptr, /*defer_backing=*/true);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_TRUE(gone->deferred);
+  EXPECT_EQ(counters.opens.Get(), 3u);
+}
+
+TEST_F(FileSystemTest, UnderRevalidateOpenEveryDeferrableOpenIsDeferred) {
+  Open(Revalidate::kOpen);
+  EXPECT_EQ(ReadAll("train/cat/a.jpg"), "bytes of a");
+  stager_->WaitIdle();
+  const uint64_t opens = fs_->counters().opens.Get();
+  // Staged, but the open stats the backing file first.
+  auto deferred = fs_->Open(Ino("train/cat/a.jpg"), O_RDONLY, true, nullptr, true);
+  ASSERT_TRUE(deferred.ok());
+  EXPECT_TRUE(deferred->deferred);
+  EXPECT_EQ(fs_->counters().opens.Get(), opens);
+}
+
+TEST_F(FileSystemTest, NoOpenReadsThatMustCallTheBackingStoreAreDeferred) {
+  no_open_ = true;
+  Open(Revalidate::kNever, /*read_through=*/false);
+  auto& counters = fs_->counters();
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  // Not kept, not staged: the first READ would open the backing file.
+  auto file = fs_->FileForRead(ino, 0, /*defer_backing=*/true);
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(*file, nullptr);
+  EXPECT_EQ(counters.opens.Get(), 0u);
+  EXPECT_EQ(fs_->kept_files(), 0u);
+  // Served where it may wait: kept from the backing file; a later READ of it is deferred too.
+  file = fs_->FileForRead(ino, 0);
+  ASSERT_TRUE(file.ok());
+  ASSERT_NE(*file, nullptr);
+  EXPECT_FALSE((*file)->from_cache);
+  file->reset();
+  EXPECT_EQ(counters.opens.Get(), 1u);
+  auto later = fs_->FileForRead(ino, 4, /*defer_backing=*/true);
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(*later, nullptr);
+  // Staged since: the first READ opens the copy here (a hit), and later READs use it.
+  ASSERT_TRUE(
+      stager_->Enqueue("train/cat/b.jpg", fs_->GetAttr(ino)->identity(), StagePriority::kNormal));
+  stager_->WaitIdle();
+  auto copy = fs_->FileForRead(ino, 0, /*defer_backing=*/true);
+  ASSERT_TRUE(copy.ok());
+  ASSERT_NE(*copy, nullptr);
+  EXPECT_TRUE((*copy)->from_cache);
+  auto next = fs_->FileForRead(ino, 4, /*defer_backing=*/true);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->get(), copy->get());
+}
+
 // A staged copy that cannot be read (its device failed) is served from the listed backing file,
 // counted, and the next opens go to the backing store without trying a copy.
 TEST_F(FileSystemTest, ACopyThatFailsToReadIsServedFromTheBackingFile) {

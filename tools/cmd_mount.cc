@@ -98,7 +98,16 @@ void RegisterMount(CLI::App& app) {
          "--request-threads", item("request_threads"),
          "Kernel requests served at once, threads made on demand (default 128): each open or read "
          "waiting on a hung backing store holds one, and when all are held every reader of the "
-         "mount waits")
+         "mount waits (opens and reads that must reach the backing store are answered by "
+         "--backing-threads instead, unless that is 0 or the request came over io_uring)")
+      ->type_name("N");
+  cmd->add_option_function<std::string>(
+         "--backing-threads", item("backing_threads"),
+         "Threads that answer the opens and reads that must reach the backing store (opens of "
+         "unstaged files, every open with --revalidate open, reads of unstaged files), made on "
+         "demand up to N (default 256, at most 4096; idle ones end after 10 s; calls beyond N "
+         "queue), so that a hung backing store holds no request thread and readers of staged "
+         "files, lookups and listings go on; 0 serves them on the request threads")
       ->type_name("N");
   cmd->add_option_function<std::string>(
          "--stage-bandwidth", item("stage_bandwidth"),

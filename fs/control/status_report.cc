@@ -149,6 +149,23 @@ nlohmann::json BuildStatus(const StatusSources& s) {
       {"note",
        "FORGET, INTERRUPT and notifications always use /dev/fuse; ring_requests counts the "
        "requests that arrived over io_uring"}};
+  if (s.backing_calls != nullptr) {
+    const BackingCallState& b = *s.backing_calls;
+    j["backing_calls"] = {
+        {"state", s.backing_threads > 0 ? "on" : "off"},
+        {"deferred", b.deferred()},
+        {"in_flight", b.in_flight()},
+        {"max_in_flight", b.max_in_flight()},
+        {"queued", b.queued()},
+        {"threads", b.threads()},
+        {"threads_limit", s.backing_threads},
+        {"cancelled", b.cancelled()},
+        {"note",
+         "opens and reads that must reach the backing store, answered off the request threads "
+         "(requests that arrived over io_uring are not); in_flight includes queued"}};
+  } else {
+    j["backing_calls"] = nullptr;
+  }
   j["plan"] = s.plan ? SanitizedStrings(s.plan()) : nlohmann::json(nullptr);
   j["eviction"] = s.store->policy()->name();
   if (s.heat != nullptr) {

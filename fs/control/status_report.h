@@ -18,6 +18,7 @@
 #include "cache/stager.h"
 #include "fs/control/control_server.h"
 #include "fs/filesystem.h"
+#include "fs/fuse/backing_calls.h"
 #include "fs/fuse/fuse_uring_transport.h"
 #include "fs/fuse/held_copy_warmup.h"
 #include "fs/fuse/list_ahead.h"
@@ -46,6 +47,8 @@ struct StatusSources {
   const HeldCopyWarmup* held_warmup = nullptr;      // null: "held_ahead" is reported as null
   const ListAhead* list_ahead = nullptr;            // null: "list_ahead" is reported as null
   std::function<nlohmann::json()> peers = nullptr;  // the "peers" object (null: no peer port)
+  const BackingCallState* backing_calls = nullptr;  // null: "backing_calls" reported as null
+  int backing_threads = 0;                          // --backing-threads (0: off)
 };
 
 nlohmann::json BuildStatus(const StatusSources& sources);

@@ -191,6 +191,7 @@ struct Daemon {
   std::unique_ptr<ListAhead> list_ahead;        // lists the mount for the kernel once it is up
   PassthroughState passthrough;                 // written by the adapter, read by status
   FuseTransportState transport;                 // written by the adapter, read by status
+  BackingCallState backing_calls;               // written by the adapter's pool, read by status
   std::string request_sched;                    // policy of the request-serving threads (status)
   PlanPolicy* plan_policy = nullptr;            // owned by store; set when mounted with --plan
   HeatPolicy* heat_policy = nullptr;            // owned by store; set when mounted without --plan
@@ -259,6 +260,8 @@ StatusSources StatusSourcesOf(Daemon* d) {
   sources.plan = [plan_runtime] { return plan_runtime->StatusJson(); };
   sources.held_warmup = d->held_warmup.get();
   sources.list_ahead = d->list_ahead.get();
+  sources.backing_calls = &d->backing_calls;
+  sources.backing_threads = d->options.backing_threads;
   if (PeerPort* port = d->peer_port.get()) {
     sources.peers = [port] { return port->StatusJson(); };
   }
@@ -498,6 +501,8 @@ Status StartDaemon(Daemon* d) {
   adapter_options.uring_threads_per_queue = d->options.fuse_uring_threads;
   adapter_options.posix_acl = d->manifest->summary().acl_entries > 0;
   adapter_options.no_open = d->options.open_mode == OpenMode::kNoOpen;
+  adapter_options.backing_threads = d->options.backing_threads;
+  adapter_options.backing_state = &d->backing_calls;
   if (adapter_options.posix_acl) {
     Log(LogLevel::kInfo, "%llu files and directories carry POSIX ACLs: the kernel enforces them",
         static_cast<unsigned long long>(d->manifest->summary().acl_entries));
@@ -531,6 +536,10 @@ void StopDaemon(Daemon* d) {
   if (d->stager) d->stager->Shutdown();
   if (d->adapter) {
     d->adapter->Unmount();
+    // Backing calls still running reply through the session: they end here, while the stop
+    // deadline can still end the connection for their readers (a hung one holds the stop until
+    // then, as a hung request thread holds libfuse's loop).
+    d->adapter->StopBackingCalls();
     {
       std::lock_guard<std::mutex> lock(g_abort_mu);
       g_abort_adapter = nullptr;
@@ -773,6 +782,8 @@ int RunMountDaemon(MountOptions options) {
   Status watch = daemon.stop_signals->Install([adapter, mountpoint](int sig) {
     Log(LogLevel::kInfo, "stopping (%s): detaching %s now", strsignal(sig), mountpoint.c_str());
     adapter->Detach();
+    // Calls waiting for a backing-call thread are answered now, not after the deadline.
+    adapter->EndBackingCalls();
     ArmStopDeadline(mountpoint);
   });
   if (!watch.ok()) Log(LogLevel::kWarn, "stop signals: %s", watch.message().c_str());

@@ -32,12 +32,13 @@ bool IsMountHelperOption(const std::string& key) {
 // Keys that set one field one way or the other share a setting.
 std::string SettingOf(const std::string& k) {
   static const char* const kSettings[] = {
-      "cache",        "capacity",        "min_free",     "foreground",    "read_through",
-      "revalidate",   "manifest",        "attr_timeout", "stage_threads", "fuse_uring_threads",
-      "scan_threads", "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
-      "held_copies",  "list_ahead",      "sched",        "fuse_uring",    "log_file",
-      "plan",         "layout",          "layout_root",  "plan_window",   "metrics_file",
-      "peer_key",     "request_threads", "open_mode",    "kept_files",    "stage_settle"};
+      "cache",          "capacity",        "min_free",     "foreground",    "read_through",
+      "revalidate",     "manifest",        "attr_timeout", "stage_threads", "fuse_uring_threads",
+      "scan_threads",   "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
+      "held_copies",    "list_ahead",      "sched",        "fuse_uring",    "log_file",
+      "plan",           "layout",          "layout_root",  "plan_window",   "metrics_file",
+      "peer_key",       "request_threads", "open_mode",    "kept_files",    "stage_settle",
+      "backing_threads"};
   if (k == "no_read_through") return "read_through";
   for (const char* setting : kSettings) {
     if (k == setting) return setting;
@@ -194,6 +195,10 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
     auto n = count(4, 4096);
     if (!n.ok()) return n.status();
     o->request_threads = static_cast<int>(*n);
+  } else if (k == "backing_threads") {
+    auto n = count(0, 4096);
+    if (!n.ok()) return n.status();
+    o->backing_threads = static_cast<int>(*n);
   } else if (k == "fuse_uring_threads") {
     auto n = count(1, 64);
     if (!n.ok()) return n.status();

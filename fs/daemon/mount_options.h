@@ -59,6 +59,10 @@ struct MountOptions {
   // Requests served at once (libfuse's worker threads, made on demand). An open or read that
   // waits on a hung backing store holds one; more of them than this stall every reader.
   int request_threads = 128;
+  // Threads that answer OPENs and READs which must call the backing store (made on demand, idle
+  // ones end), so that hung calls hold no request thread (fs/fuse/backing_calls.h); calls beyond
+  // them queue. 0: such calls are served on the request threads.
+  int backing_threads = 256;
   uint64_t stage_bandwidth = 0;  // bytes/s; 0 = unlimited
   // A copy of a file whose ctime is less than this before the copy began is not published but
   // staged again later: it may still be being written (StagerOptions::settle_ns). 0 = off.

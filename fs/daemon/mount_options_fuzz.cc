@@ -116,6 +116,8 @@ std::vector<std::string> WriteOut(const MountOptions& o) {
   add(o.stage_threads != d.stage_threads, "stage_threads=" + std::to_string(o.stage_threads));
   add(o.request_threads != d.request_threads,
       "request_threads=" + std::to_string(o.request_threads));
+  add(o.backing_threads != d.backing_threads,
+      "backing_threads=" + std::to_string(o.backing_threads));
   add(o.stage_bandwidth != d.stage_bandwidth,
       "stage_bandwidth=" + std::to_string(o.stage_bandwidth / 1000000) + "." +
           std::to_string(1000000 + o.stage_bandwidth % 1000000).substr(1));

@@ -58,6 +58,27 @@ TEST(MountOptions, CountsAreDecimalInRange) {
   EXPECT_DOUBLE_EQ(o.attr_timeout, 0.5);
 }
 
+TEST(MountOptions, BackingThreadsFromZeroTo4096) {
+  MountOptions o;
+  EXPECT_EQ(o.backing_threads, 256);
+  ASSERT_TRUE(Apply({"backing_threads=0"}, &o).ok());  // 0: on the request threads
+  EXPECT_EQ(o.backing_threads, 0);
+  MountOptions most;
+  ASSERT_TRUE(Apply({"backing_threads=4096"}, &most).ok());
+  EXPECT_EQ(most.backing_threads, 4096);
+  for (const char* bad : {"backing_threads=4097", "backing_threads=-1", "backing_threads=",
+                          "backing_threads", "backing_threads=1e3", "backing_threads=0x10"}) {
+    Status st = Apply({bad});
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.code(), EINVAL) << bad;
+    EXPECT_NE(st.message().find("--backing-threads (-o backing_threads)"), std::string::npos)
+        << st.message();
+  }
+  // Given twice (flag and -o): refused, as every setting.
+  MountOptions twice;
+  EXPECT_FALSE(ApplyMountOptionItems({"backing_threads=8", "backing_threads=16"}, &twice).ok());
+}
+
 TEST(MountOptions, StageSettleIsADurationDefaulting2s) {
   MountOptions o;
   EXPECT_EQ(o.stage_settle_ns, 2'000'000'000u);

@@ -206,21 +206,90 @@ class FuseRequestCaller final : public RequestCaller {
   fuse_req_t req_;
 };
 
+// Set while a ring thread serves a request: its reply must come from this thread.
+thread_local bool tl_ring_request = false;
+
+// The pool a request that must call the backing store is handed to; null: served here (no pool,
+// a ring request, or a request the pool is already serving).
+BackingCallPool* PoolFor(FuseAdapter* adapter) {
+  return tl_ring_request ? nullptr : adapter->backing_calls();
+}
+
+void ServeOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, BackingCallPool* pool);
+void ServeRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi,
+               BackingCallPool* pool);
+
+// An OPEN answered by a backing-call thread (fuse_adapter.h). The file info is the request's,
+// copied: libfuse's lives on the request thread's stack.
+class DeferredOpen final : public BackingCallPool::Call {
+ public:
+  DeferredOpen(fuse_req_t req, fuse_ino_t ino, const struct fuse_file_info& fi)
+      : req_(req), ino_(ino), fi_(fi), note_(KernelPassthrough::CurrentRequest()) {}
+  void Run() override {
+    if (fuse_req_interrupted(req_) != 0) {
+      fuse_reply_err(req_, EINTR);  // the reader gave up while the call waited for a thread
+      return;
+    }
+    // Passthrough patches the reply of the OPEN this thread serves.
+    KernelPassthrough::NoteRequest(note_.unique, note_.nodeid, note_.opcode);
+    ServeOpen(req_, ino_, &fi_, nullptr);
+    KernelPassthrough::NoteRequest(0, 0, 0);
+  }
+  void Cancel(int error) override { fuse_reply_err(req_, error); }
+
+ private:
+  fuse_req_t req_;
+  fuse_ino_t ino_;
+  struct fuse_file_info fi_;
+  KernelPassthrough::RequestNote note_;
+};
+
+// A READ answered by a backing-call thread.
+class DeferredRead final : public BackingCallPool::Call {
+ public:
+  DeferredRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+               const struct fuse_file_info& fi)
+      : req_(req), ino_(ino), size_(size), off_(off), fi_(fi) {}
+  void Run() override {
+    if (fuse_req_interrupted(req_) != 0) {
+      fuse_reply_err(req_, EINTR);  // the reader gave up while the call waited for a thread
+      return;
+    }
+    ServeRead(req_, ino_, size_, off_, &fi_, nullptr);
+  }
+  void Cancel(int error) override { fuse_reply_err(req_, error); }
+
+ private:
+  fuse_req_t req_;
+  fuse_ino_t ino_;
+  size_t size_;
+  off_t off_;
+  struct fuse_file_info fi_;
+};
+
 void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   FuseAdapter* adapter = AdapterOf(req);
-  FileSystem* fs = adapter->fs();
-  fs->counters().open_requests.Add(1);
+  adapter->fs()->counters().open_requests.Add(1);
   if (adapter->options().no_open) {
     // The kernel opens this file, and every later one, without the daemon (see the header).
     // A writing open never gets here: the mount is read-only (ro), so the VFS refuses it.
     fuse_reply_err(req, ENOSYS);
     return;
   }
+  ServeOpen(req, ino, fi, PoolFor(adapter));
+}
+
+// OPEN's work, on the request thread or (pool null) on a backing-call thread.
+void ServeOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi, BackingCallPool* pool) {
+  FuseAdapter* adapter = AdapterOf(req);
+  FileSystem* fs = adapter->fs();
   KernelPassthrough* passthrough = adapter->passthrough();
   const FuseRequestCaller caller(req);
   // Passthrough registers the copy's fd at once; otherwise it is opened at the first READ.
-  auto opened = fs->Open(ino, fi->flags, /*open_copy_now=*/passthrough != nullptr, &caller);
+  auto opened = fs->Open(ino, fi->flags, /*open_copy_now=*/passthrough != nullptr, &caller,
+                         /*defer_backing=*/pool != nullptr);
   if (!opened.ok()) return ReplyError(req, opened.status(), "open");
+  if (opened->deferred) return pool->Submit(std::make_unique<DeferredOpen>(req, ino, *fi));
   OpenFile* file = opened->file.release();
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->keep_cache = opened->keep_cache ? 1 : 0;
@@ -260,17 +329,30 @@ void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
 
 void OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi) {
   FuseAdapter* adapter = AdapterOf(req);
+  adapter->fs()->counters().read_requests.Add(1);
+  ServeRead(req, ino, size, off, fi, PoolFor(adapter));
+}
+
+// READ's work, on the request thread or (pool null) on a backing-call thread.
+void ServeRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info* fi,
+               BackingCallPool* pool) {
+  FuseAdapter* adapter = AdapterOf(req);
   FileSystem* fs = adapter->fs();
-  fs->counters().read_requests.Add(1);
   // A no-open mount's READ carries no handle: it holds a kept file while it reads.
   std::shared_ptr<OpenFile> kept;
   if (adapter->options().no_open) {
-    auto found = fs->FileForRead(ino, static_cast<uint64_t>(off),
+    auto found = fs->FileForRead(ino, static_cast<uint64_t>(off), /*defer_backing=*/pool != nullptr,
                                  static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     if (!found.ok()) return ReplyError(req, found.status(), "read");
+    if (*found == nullptr) {
+      return pool->Submit(std::make_unique<DeferredRead>(req, ino, size, off, *fi));
+    }
     kept = std::move(*found);
   }
   OpenFile* file = kept != nullptr ? kept.get() : reinterpret_cast<OpenFile*>(fi->fh);
+  if (pool != nullptr && kept == nullptr && FileSystem::ReadCallsBacking(*file)) {
+    return pool->Submit(std::make_unique<DeferredRead>(req, ino, size, off, *fi));
+  }
   if (adapter->options().read_mode == ReadMode::kSplice) {
     // Let libfuse splice from the fd into /dev/fuse (no copy through user space).
     auto fd = fs->DataFd(*file);
@@ -453,6 +535,10 @@ Result<std::unique_ptr<FuseAdapter>> FuseAdapter::Create(FileSystem* fs,
     return Status::Error(EINVAL, "cannot create the FUSE session (options: " + opts + ")");
   }
   fs->set_notifier(adapter.get());
+  if (options.backing_threads > 0) {
+    adapter->backing_calls_ = std::make_unique<BackingCallPool>(
+        static_cast<size_t>(options.backing_threads), options.backing_state);
+  }
   return adapter;
 }
 
@@ -460,6 +546,7 @@ FuseAdapter::~FuseAdapter() {
   if (session_ != nullptr) {
     if (signals_installed_) fuse_remove_signal_handlers(session_);
     Unmount();
+    StopBackingCalls();  // they reply through the session
     // Unmounting ended the ring threads' commands; they use the session until joined.
     if (uring_ != nullptr) uring_->Stop();
     fuse_session_destroy(session_);
@@ -567,7 +654,9 @@ void FuseAdapter::ProcessRingRequest(char* request, size_t len) {
   std::memset(&buf, 0, sizeof(buf));
   buf.mem = request;
   buf.size = len;
+  tl_ring_request = true;  // answered on this thread, into its ring entry
   fuse_session_process_buf(session_, &buf);
+  tl_ring_request = false;
 }
 
 Status FuseAdapter::InstallSignalHandlers() {
@@ -657,6 +746,15 @@ void FuseAdapter::Detach() {
       WEXITSTATUS(status) != 0) {
     Log(LogLevel::kWarn, "detaching %s: fusermount3 -uz failed", mountpoint_.c_str());
   }
+}
+
+void FuseAdapter::EndBackingCalls() {
+  if (backing_calls_ != nullptr) backing_calls_->Shutdown(ENOTCONN);
+}
+
+void FuseAdapter::StopBackingCalls() {
+  EndBackingCalls();
+  backing_calls_.reset();
 }
 
 void FuseAdapter::InvalidateInode(uint64_t ino) {

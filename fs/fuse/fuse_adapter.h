@@ -15,6 +15,17 @@
 // is unmounted or Exit() is called (from a signal handler or another thread); the destructor
 // unmounts if still mounted. InvalidateInode may be called from any thread while Loop() runs.
 //
+// Backing-store calls (options.backing_threads > 0; docs/RELIABILITY.md, backing store faults,
+// finding 3): an OPEN that must call the backing store (FileSystem::Open's `deferred`: a miss,
+// or any open under revalidate=open) and a READ of a backing file (FileSystem::ReadCallsBacking;
+// on a no-open mount, FileForRead's deferral) are handed to a BackingCallPool and answered from
+// its thread, so a hung backing store holds no request thread. Hits stay on the request thread.
+// Requests that arrived over the io_uring transport are not handed on: a ring entry is answered
+// by its own ring thread (one entry per thread, SINGLE_ISSUER rings), so a hung backing call
+// holds that ring thread as before. With passthrough, the OPEN's request note goes with it, so
+// its reply is patched on the answering thread. EndBackingCalls() (at stop) answers queued calls
+// ENOTCONN at once; the destructor waits for running ones (bounded by the daemon's deadline).
+//
 // libfuse's custom io hooks are installed when passthrough or the io_uring transport may be used;
 // then Mount() serves INIT itself (the hooks negotiate both), starts the ring threads if the
 // ring was accepted, and the writev hook routes each reply: to the ring entry of the request
@@ -26,6 +37,7 @@
 #include <string>
 
 #include "fs/filesystem.h"
+#include "fs/fuse/backing_calls.h"
 #include "fs/fuse/fuse_uring_transport.h"
 #include "fs/fuse/passthrough.h"
 #include "planner/base/status.h"
@@ -60,6 +72,9 @@ struct FuseAdapterOptions {
   bool posix_acl = false;
   // No-open mode (see the top); `passthrough` must be kOff with it.
   bool no_open = false;
+  // Threads that answer calls to the backing store (see the top); 0: on the request threads.
+  int backing_threads = 256;
+  BackingCallState* backing_state = nullptr;  // reported by status; may be null
 };
 
 class FuseAdapter final : public KernelNotifier {
@@ -87,6 +102,12 @@ class FuseAdapter final : public KernelNotifier {
   void AbortConnection();
 
   void InvalidateInode(uint64_t ino) override;
+  // Answers every queued backing call ENOTCONN now, and every later one at once; calls running
+  // go on. For a daemon that is stopping. Any thread.
+  void EndBackingCalls();
+  // EndBackingCalls, then waits for the running calls to end (a hung one: until the daemon's
+  // stop deadline ends the process). Any thread but a backing-call thread; before destruction.
+  void StopBackingCalls();
 
   // Used by the C callbacks.
   FileSystem* fs() const { return fs_; }
@@ -95,6 +116,8 @@ class FuseAdapter final : public KernelNotifier {
   KernelPassthrough* passthrough() const { return passthrough_.get(); }
   // Null unless the io_uring transport may be negotiated.
   FuseUringTransport* uring() const { return uring_.get(); }
+  // Null unless backing calls are answered off the request threads.
+  BackingCallPool* backing_calls() const { return backing_calls_.get(); }
   // Whether requests are read through the custom io hooks (then libfuse cannot splice).
   bool custom_io() const { return custom_io_; }
   // Called from INIT when the kernel took FUSE_CAP_POSIX_ACL.
@@ -118,6 +141,7 @@ class FuseAdapter final : public KernelNotifier {
   std::unique_ptr<KernelPassthrough> passthrough_;
   FuseTransportState own_transport_state_;  // used when options_.transport_state is null
   std::unique_ptr<FuseUringTransport> uring_;
+  std::unique_ptr<BackingCallPool> backing_calls_;
   bool custom_io_ = false;
   bool posix_acl_granted_ = false;  // set by INIT, read after it
 };

@@ -163,6 +163,10 @@ void KernelPassthrough::NoteRequest(uint64_t unique, uint64_t nodeid, uint32_t o
   tl_request_opcode = opcode;
 }
 
+KernelPassthrough::RequestNote KernelPassthrough::CurrentRequest() {
+  return RequestNote{tl_request_unique, tl_request_nodeid, tl_request_opcode};
+}
+
 bool KernelPassthrough::PatchReply(struct iovec* iov, int count) {
   bool was_init = false;
   if (count >= 1 && iov[0].iov_len >= sizeof(struct fuse_out_header)) {

@@ -27,11 +27,12 @@
 //
 // Threading: every method may be called from any FUSE worker. The per-open reply patch is
 // carried in thread-local state set by ArmOpenReply on the thread that then calls
-// fuse_reply_open (libfuse's writev hook runs on the replying thread). Inode entries live in
-// sharded maps whose locks are held only for map updates (the BACKING_OPEN ioctl, a table insert
-// in the kernel, runs under a shard lock; no file I/O does). Errors: a refused BACKING_OPEN
-// (EPERM) turns passthrough off for the rest of the mount, logged once; any other failure makes
-// that one open a normal one.
+// fuse_reply_open (libfuse's writev hook runs on the replying thread). An OPEN answered later by
+// a backing-call thread carries its request's note there (CurrentRequest, NoteRequest). Inode
+// entries live in sharded maps whose locks are held only for map updates (the BACKING_OPEN ioctl, a
+// table insert in the kernel, runs under a shard lock; no file I/O does). Errors: a refused
+// BACKING_OPEN (EPERM) turns passthrough off for the rest of the mount, logged once; any other
+// failure makes that one open a normal one.
 #pragma once
 
 #include <sys/uio.h>
@@ -114,8 +115,16 @@ class KernelPassthrough final : public HeldCopies {
   ssize_t HookRead(int fd, void* buf, size_t len);
   bool PatchReply(struct iovec* iov, int count);
   void AfterReply(bool was_init, ssize_t written, int error);
-  // Notes the request this thread serves when it did not come through HookRead (a ring request).
+  // Notes the request this thread serves when it did not come through HookRead (a ring request,
+  // or a request a backing-call thread answers: fs/fuse/backing_calls.h).
   static void NoteRequest(uint64_t unique, uint64_t nodeid, uint32_t opcode);
+  // The request this thread serves, as noted: carried to the thread that answers it later.
+  struct RequestNote {
+    uint64_t unique = 0;
+    uint64_t nodeid = 0;
+    uint32_t opcode = 0;
+  };
+  static RequestNote CurrentRequest();
 
   // Called by OnOpen once the core has opened the file, before replying. `fd` is the open data
   // file, `from_cache` whether it is a staged copy, `identity` the backing file's version.
