@@ -276,6 +276,18 @@ TEST(BenchQuick, ManifestReportsRssAndFewFds) {
   EXPECT_GT(j["reuse_mount_seconds"].get<double>(), 0);
 }
 
+TEST(BenchQuick, InferAdoptsTheReadersPlanAndReportsItsCost) {
+  nlohmann::json j = RunBench({"infer"});
+  ASSERT_TRUE(j.contains("adopted")) << j.dump();
+  EXPECT_EQ(j["adopted"], "torch-distributed:seed=4242,world=2,ranks=1-1");
+  EXPECT_TRUE(j["right_plan"].get<bool>());
+  EXPECT_GT(j["opens_until_adopted"].get<uint64_t>(), 0u);
+  EXPECT_LT(j["epoch_fraction"].get<double>(), 1.0);
+  EXPECT_GT(j["search_cpu_seconds"].get<double>(), 0.0);
+  EXPECT_GT(j["open_us_median_during_search"].get<double>(), 0.0);
+  EXPECT_GT(j["open_us_median_after"].get<double>(), 0.0);
+}
+
 TEST(BenchQuick, HeatStagesHotSmallFilesAndEveryPassReadsEverything) {
   nlohmann::json j = RunBench({"heat"});
   ASSERT_TRUE(j.contains("configs")) << j.dump();

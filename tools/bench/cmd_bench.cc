@@ -26,6 +26,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchHeat(*bench);
   RegisterBenchSoak(*bench);
   RegisterBenchPeers(*bench);
+  RegisterBenchInfer(*bench);
 }
 
 int ReportBench(const char* command, const Status& measured, const nlohmann::json& result,

@@ -42,6 +42,8 @@ void RegisterBenchHeat(CLI::App& bench);
 void RegisterBenchSoak(CLI::App& bench);
 // `clairfs bench peers`: a multi-node job over one emulated PFS, without and with peer agents.
 void RegisterBenchPeers(CLI::App& bench);
+// `clairfs bench infer`: how soon a --plan auto mount adopts its reader's plan.
+void RegisterBenchInfer(CLI::App& bench);
 
 // Reports a bench's measurement the same way for every child: on failure the one-line error of
 // Fail(command, measured); else `result` as one JSON line with `json`, or `print_table(result)`.
