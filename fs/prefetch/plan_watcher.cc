@@ -2,8 +2,6 @@
 #include "fs/prefetch/plan_watcher.h"
 
 #include <sched.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,6 +100,7 @@ void PlanWatcher::Stop() {
 }
 
 void PlanWatcher::Observe(const std::string& path, uint32_t tid) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++opens_seen_;
@@ -110,9 +109,11 @@ void PlanWatcher::Observe(const std::string& path, uint32_t tid) {
       ++pending_dropped_;
       return;
     }
+    first = pending_.empty();
     pending_.push_back(Pending{path, tid});
   }
-  cv_.notify_one();
+  // The thread takes the whole queue when it wakes: one wake-up per batch, not per open.
+  if (first) cv_.notify_one();
 }
 
 void PlanWatcher::Resume(std::vector<std::pair<std::string, uint32_t>> unexplained) {
@@ -144,9 +145,8 @@ bool PlanWatcher::adopted() {
 }
 
 void PlanWatcher::Loop() {
-  // Off the reads' CPU budget where it can be: the layout's walk is I/O, and the searches run at
-  // SCHED_IDLE (MaybeSearch).
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  // The layout's walk (mostly I/O) runs at the daemon's priority, before the job's first open;
+  // the searches run at SCHED_IDLE (MaybeSearch).
   Prebuild();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
