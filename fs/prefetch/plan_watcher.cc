@@ -95,6 +95,7 @@ void PlanWatcher::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
+  cancel_.store(true, std::memory_order_relaxed);  // a search may take seconds: end it
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
@@ -303,6 +304,7 @@ void PlanWatcher::MaybeSearch() {
   }
   if (trace_.size() < next_search_at_ || attempts_ >= kMaxAttempts) return;
   InferenceOptions options = config_.inference;
+  options.cancel = &cancel_;
   options.window = static_cast<uint32_t>(std::min<uint64_t>(config_.window, UINT32_MAX));
   // The search takes only CPU nobody else wants.
   struct sched_param param = {};
@@ -316,9 +318,8 @@ void PlanWatcher::MaybeSearch() {
     quick.max_seed_plus_epoch = kQuickSeedsPlusEpoch;
     quick.threshold_candidates = InferenceCandidates(options, layout_->size());
     r = InferPlan(trace_, layout_->size(), quick);
-    if (r.outcome != InferenceOutcome::kAdopted &&
-        r.outcome != InferenceOutcome::kTooFewObservations &&
-        r.outcome != InferenceOutcome::kDatasetTooSmall) {
+    if (r.outcome == InferenceOutcome::kNoCandidate ||
+        r.outcome == InferenceOutcome::kSeveralCandidates) {
       r = InferPlan(trace_, layout_->size(), options);
     }
   } else {
@@ -336,6 +337,8 @@ void PlanWatcher::MaybeSearch() {
   switch (r.outcome) {
     case InferenceOutcome::kAdopted:
       break;
+    case InferenceOutcome::kCancelled:
+      return;  // stopping
     case InferenceOutcome::kTooFewObservations:
       next_search_at_ = trace_.size() + 8;  // cheap: decided before any candidate is generated
       return;

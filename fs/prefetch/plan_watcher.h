@@ -143,6 +143,7 @@ class PlanWatcher {
   double search_seconds_ = 0;
   uint64_t adoptions_ = 0;
   bool resume_ = false;
+  std::atomic<bool> cancel_{false};  // Stop: ends a search under way
   std::vector<Pending> resume_opens_;
 
   // The thread's own (no lock).

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -184,6 +187,30 @@ TEST_F(PlanWatcherTest, AfterAnEpochWithoutAPlanTheNextEpochIsSearchedFromItsSta
   Feed({RankPaths("torch-distributed:seed=55,world=1", 0, 0)}, 0, 400);
   ASSERT_EQ(adopted_.size(), 1u) << watcher_->StatusJson().dump();
   EXPECT_EQ(adopted_[0].config.spec.text, "torch-distributed:seed=55,world=1");
+}
+
+TEST_F(PlanWatcherTest, StopEndsASearchUnderWayAtOnce) {
+  MakeDataset("");
+  PlanWatcherConfig config;
+  config.backing_root = backing_;
+  config.window = 16;
+  config.proc_root = dir_ / "no-proc";  // the default search: seed + epoch up to 2^20, seconds
+  PlanWatcher watcher(config, [](InferredPlan) { return Status::Ok(); });
+  watcher.Start();
+  std::vector<std::string> order;
+  for (uint64_t i = 0; i < layout_.size(); ++i) order.push_back(layout_.path(i));
+  std::mt19937_64 rng(3);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int i = 0; i < 64; ++i) watcher.Observe(order[i], 4000000);
+  // Until the first search has begun (it holds no plan: it runs through the whole space).
+  for (int i = 0; i < 500 && watcher.StatusJson()["trace_opens"] == 0u; ++i) usleep(10000);
+  usleep(300000);
+  const auto start = std::chrono::steady_clock::now();
+  watcher.Stop();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_NE(watcher.StatusJson()["state"], "adopted");
 }
 
 }  // namespace

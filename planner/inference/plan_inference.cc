@@ -196,6 +196,8 @@ const char* InferenceOutcomeName(InferenceOutcome outcome) {
       return "several_candidates";
     case InferenceOutcome::kDatasetTooSmall:
       return "dataset_too_small";
+    case InferenceOutcome::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -421,7 +423,11 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
     std::vector<uint64_t> survivors;
     uint64_t next_dense = 0;
     size_t next_extra = 0;
+    auto cancelled = [&options] {
+      return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
+    };
     while (next_dense < dense || next_extra < dense_extra.size()) {
+      if (cancelled()) return finish(InferenceOutcome::kCancelled, "the search was cancelled");
       uint32_t seeds[kLanes];
       uint64_t full[kLanes];
       int used = 0;
@@ -458,6 +464,7 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
     // nothing), the whole prefix is not worth following.
     const uint32_t first_steps = std::min<uint32_t>(prefix, 32 * max_world);
     for (uint64_t s : survivors) {
+      if (cancelled()) return finish(InferenceOutcome::kCancelled, "the search was cancelled");
       Mt19937 scout_mt(s);
       checker.RunRandpermPrefix(
           first_steps, [&] { return scout_mt.Next32(); }, landed);

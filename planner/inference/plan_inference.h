@@ -34,6 +34,7 @@
 // Errors: none; every outcome is a value with a reason. Thread-safety: pure function.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,6 +76,8 @@ struct InferenceOptions {
   // seed + epoch < 2^16) adopts only what the whole space's bound allows, so it may adopt before
   // the rest is searched (0: the candidates searched).
   double threshold_candidates = 0;
+  // When set (by another thread) the search stops within about a millisecond: kCancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 enum class InferenceOutcome {
@@ -83,6 +86,7 @@ enum class InferenceOutcome {
   kNoCandidate,
   kSeveralCandidates,
   kDatasetTooSmall,  // no K reaches the target: candidates cannot be told apart
+  kCancelled,        // options.cancel was set while it searched
 };
 const char* InferenceOutcomeName(InferenceOutcome outcome);
 

@@ -7,6 +7,7 @@
 #include "planner/inference/plan_inference.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <numeric>
@@ -131,6 +132,19 @@ TEST(PlanInference, ANarrowFirstSearchIsJudgedAsTheWholeSpace) {
   EXPECT_EQ(first.min_evidence, full.min_evidence);
   EXPECT_LT(first.seeds_scanned, full.seeds_scanned);
   EXPECT_LE(unbounded.min_evidence, first.min_evidence);
+}
+
+TEST(PlanInference, ACancelledSearchStopsAtOnce) {
+  const uint64_t n = 20000;
+  auto opens =
+      LoaderOpens(RankOrder("torch-distributed:seed=300,world=4", n, 0, 1, 150), 4, 2, 0.1, 0.0, 3);
+  std::atomic<bool> cancel{true};
+  InferenceOptions options = SmallSearch();
+  options.cancel = &cancel;
+  InferenceResult r = InferPlan(OneReader(opens, 77), n, options);
+  EXPECT_EQ(r.outcome, InferenceOutcome::kCancelled) << r.reason;
+  EXPECT_STREQ(InferenceOutcomeName(r.outcome), "cancelled");
+  EXPECT_EQ(r.seeds_scanned, 0u);
 }
 
 TEST(PlanInference, OneRankOfAWorldWithoutPids) {
