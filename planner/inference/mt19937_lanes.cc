@@ -7,6 +7,15 @@
 
 #include <cstring>
 
+// GCC builds the hot functions twice (AVX2 and the baseline) and the loader picks one; clang 14
+// (the fuzz build's compiler) names such clones so that other translation units cannot link to
+// them, so it builds the baseline only.
+#if defined(__GNUC__) && !defined(__clang__)
+#define CLAIRFS_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CLAIRFS_SIMD_CLONES
+#endif
+
 namespace clairfs {
 namespace {
 constexpr int kN = Mt19937Lanes::kStateWords;
@@ -31,8 +40,7 @@ inline void Store(uint32_t* p, Row r) { memcpy(p, &r, sizeof r); }
 
 }  // namespace
 
-__attribute__((target_clones("avx2", "default"))) void Mt19937Lanes::Seed(
-    const uint32_t (&seeds)[kLanes]) {
+CLAIRFS_SIMD_CLONES void Mt19937Lanes::Seed(const uint32_t (&seeds)[kLanes]) {
   Row prev = Load(seeds);
   Store(&state_[0], prev);
   for (int i = 1; i < kN; ++i) {
@@ -46,7 +54,7 @@ __attribute__((target_clones("avx2", "default"))) void Mt19937Lanes::Seed(
 // The twist runs in place, word by word in order (word i reads words i, i+1 and i+397 modulo
 // 624, whichever of them are already new), as Mt19937::Twist does: twisting the block in pieces,
 // in order, is the same computation.
-__attribute__((target_clones("avx2", "default"))) void Mt19937Lanes::TwistPrefix(int words) {
+CLAIRFS_SIMD_CLONES void Mt19937Lanes::TwistPrefix(int words) {
   for (int i = twisted_; i < words; ++i) {
     Row cur = Load(&state_[i * kL]);
     Row next = Load(&state_[((i + 1) % kN) * kL]);
@@ -58,8 +66,7 @@ __attribute__((target_clones("avx2", "default"))) void Mt19937Lanes::TwistPrefix
   twisted_ = words;
 }
 
-__attribute__((target_clones("avx2", "default"))) void Mt19937Lanes::Generate(size_t count,
-                                                                              uint32_t* out) {
+CLAIRFS_SIMD_CLONES void Mt19937Lanes::Generate(size_t count, uint32_t* out) {
   while (count > 0) {
     if (index_ >= kN) {
       index_ = 0;
