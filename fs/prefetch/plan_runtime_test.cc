@@ -110,9 +110,8 @@ class PlanRuntimeTest : public ::testing::Test {
     ASSERT_EQ(order_.size(), sizes.size());
   }
 
-  // Opens a store of `capacity` bytes evicting by the plan and a runtime with the plan set
-  // (`window` positions of reordering).
-  void Start(uint64_t capacity, uint64_t window = 16) {
+  // Opens a store of `capacity` bytes evicting by the plan and a runtime over it, no plan yet.
+  void OpenRuntime(uint64_t capacity) {
     auto policy = std::make_unique<PlanPolicy>();
     policy_ = policy.get();
     auto store = ContentStore::Open(cache_dir_.get(), index_.get(), Env::Default(),
@@ -128,6 +127,11 @@ class PlanRuntimeTest : public ::testing::Test {
     deps.env = &clock_;
     deps.on_plan_active = [this](bool active) { active_calls_.push_back(active); };
     runtime_ = std::make_unique<PlanRuntime>(deps);
+  }
+
+  // OpenRuntime, then the plan set (`window` positions of reordering).
+  void Start(uint64_t capacity, uint64_t window = 16) {
+    ASSERT_NO_FATAL_FAILURE(OpenRuntime(capacity));
     auto config = ParsePlanTrackerConfig(spec_, "imagefolder", "");
     ASSERT_TRUE(config.ok()) << config.status().message();
     config->window = window;
@@ -137,21 +141,7 @@ class PlanRuntimeTest : public ::testing::Test {
 
   // A runtime under --plan auto over the dataset (a narrow search: it runs in a unit test).
   void StartAuto(uint64_t capacity, uint64_t window = 16) {
-    auto policy = std::make_unique<PlanPolicy>();
-    policy_ = policy.get();
-    auto store = ContentStore::Open(cache_dir_.get(), index_.get(), Env::Default(),
-                                    ContentStoreOptions{capacity, 0, nullptr}, std::move(policy));
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    PlanRuntimeDeps deps;
-    deps.store = store_.get();
-    deps.stager = &queue_;
-    deps.manifest = manifest_.get();
-    deps.policy = policy_;
-    deps.backing_root = backing_;
-    deps.env = &clock_;
-    deps.on_plan_active = [this](bool active) { active_calls_.push_back(active); };
-    runtime_ = std::make_unique<PlanRuntime>(deps);
+    ASSERT_NO_FATAL_FAILURE(OpenRuntime(capacity));
     PlanWatcherConfig config;
     config.window = window;
     config.inference.max_seed_plus_epoch = 1 << 12;
