@@ -177,6 +177,7 @@ int RunPlanDetect(const PlanDetectOptions& options) {
     out["candidates"] = r.candidates;
     out["seeds_scanned"] = r.seeds_scanned;
     out["survivors"] = r.survivors;
+    out["other_samplers_skipped"] = r.other_samplers_skipped;
     out["seconds"] = r.seconds;
     printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return adopted ? kExitOk : kExitFailed;
@@ -207,9 +208,10 @@ int RunPlanDetect(const PlanDetectOptions& options) {
            static_cast<unsigned long long>(rr.mismatches));
   }
   printf("evidence: %s\n", r.reason.c_str());
-  printf("search: %.2f s, %llu seeds scanned, %llu survived the first positions\n", r.seconds,
+  printf("search: %.2f s, %llu seeds scanned, %llu survived the first positions%s\n", r.seconds,
          static_cast<unsigned long long>(r.seeds_scanned),
-         static_cast<unsigned long long>(r.survivors));
+         static_cast<unsigned long long>(r.survivors),
+         r.other_samplers_skipped ? "; the other samplers not searched (one class found)" : "");
   std::string show = "clairfs plan show --backing " + options.backing;
   if (options.layout != "imagefolder") show += " --layout " + options.layout;
   if (!options.layout_root.empty()) show += " --layout-root " + options.layout_root;

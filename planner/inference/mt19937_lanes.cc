@@ -7,15 +7,7 @@
 
 #include <cstring>
 
-// GCC builds the hot functions twice (AVX2 and the baseline) and the loader picks one (an ifunc).
-// Clang 14 (the fuzz build's compiler) names such clones so that other translation units cannot
-// link to them, and under TSan the ifunc's resolver runs before the sanitizer's runtime is up
-// (the test binary died at start): both build the baseline only.
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define CLAIRFS_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define CLAIRFS_SIMD_CLONES
-#endif
+#include "planner/inference/simd_clones.h"
 
 namespace clairfs {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "planner/inference/evidence_threshold.h"
 #include "planner/inference/mt19937_lanes.h"
+#include "planner/inference/randperm_lanes.h"
 #include "planner/inference/shuffle_tracker.h"
 #include "planner/mt19937.h"
 #include "planner/numpy_random.h"
@@ -418,6 +419,9 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
     out.stage1_hits = hits;
 
     constexpr int kLanes = Mt19937Lanes::kLanes;
+    // Most seeds have fewer picks of a tracked value than `hits` (counted in SIMD, an upper
+    // bound on landings): only the others are followed one by one.
+    const RandpermLandings picks(n, scout.tracked(), stage1_len);
     Mt19937Lanes lanes;
     std::vector<uint32_t> draws(static_cast<size_t>(stage1_len) * kLanes);
     std::vector<uint64_t> survivors;
@@ -444,7 +448,10 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
       for (int l = used; l < kLanes; ++l) seeds[l] = 0;
       lanes.Seed(seeds);
       lanes.Generate(stage1_len, draws.data());
+      uint32_t upper[kLanes];
+      if (picks.usable()) picks.Count(draws.data(), upper);
       for (int l = 0; l < used; ++l) {
+        if (picks.usable() && upper[l] < hits) continue;
         uint32_t count = 0;
         const uint32_t* column = draws.data() + l;
         size_t i = 0;
@@ -486,10 +493,16 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
         std::chrono::duration<double>(std::chrono::steady_clock::now() - stage2_start).count();
   }
 
+  // Once torch-distributed's search found exactly one class, the popular seeds of the other
+  // samplers are left unsearched: their streams are none of torch-distributed's, so one of them
+  // explaining the opens too would be a chance match, which K bounds (every candidate counted)
+  // below the target. It saves their cost (NumPy's whole shuffles) on the common case.
+  out.other_samplers_skipped = !options.search_every_sampler && classes.size() == 1;
   const uint32_t far_from = static_cast<uint32_t>(
       std::min<uint64_t>(UINT32_MAX, uint64_t{window} * (options.checked_per_reader + 2)));
   const uint64_t most_far = AllowedMismatches(options.max_mismatch_fraction, checked_total);
   for (uint64_t s : options.popular_seeds) {
+    if (out.other_samplers_skipped) break;
     if (options.torch_random) {
       TorchGenerator generator(s);
       generator.RandomInt64();  // the DataLoader iterator's base seed

@@ -29,7 +29,10 @@
 // (a match) or not (a mismatch). A candidate explains the stream with >= K matches and <= floor(f *
 // decided) mismatches; K comes from evidence_threshold.h. Worlds that divide each other explain the
 // same opens (rank r of world 2W reads a subsequence of rank r mod W of world W): the largest world
-// that explains is the class. Exactly one class adopts; none or several do not.
+// that explains is the class. Exactly one class adopts; none or several do not. When
+// torch-distributed's stages find exactly one class, the other samplers are not searched
+// (`search_every_sampler` searches them): no stream of theirs is one of torch-distributed's, so
+// one explaining too would be a chance match, which K already bounds with them counted.
 //
 // Errors: none; every outcome is a value with a reason. Thread-safety: pure function.
 #pragma once
@@ -76,6 +79,8 @@ struct InferenceOptions {
   // seed + epoch < 2^16) adopts only what the whole space's bound allows, so it may adopt before
   // the rest is searched (0: the candidates searched).
   double threshold_candidates = 0;
+  // Search torch-random and NumPy's popular seeds even after torch-distributed found one class.
+  bool search_every_sampler = false;
   // When set (by another thread) the search stops within about a millisecond: kCancelled.
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -130,8 +135,9 @@ struct InferenceResult {
   uint64_t survivors = 0;
   uint64_t followed = 0;  // survivors followed through the whole stage-2 prefix
   uint64_t stage2_prefix = 0;
-  double stage1_seconds = 0;  // the scan of every torch-distributed s
-  double stage2_seconds = 0;  // its survivors followed and judged
+  double stage1_seconds = 0;            // the scan of every torch-distributed s
+  double stage2_seconds = 0;            // its survivors followed and judged
+  bool other_samplers_skipped = false;  // torch-distributed found one class: no other searched
   double seconds = 0;
 };
 
