@@ -43,6 +43,7 @@ struct PlanDetectOptions {
   uint64_t window = 256;
   uint64_t max_world = 1024;
   uint64_t max_seed = uint64_t{1} << 20;
+  uint64_t threads = 0;  // 0: DefaultSearchThreads()
   bool json = false;
 };
 
@@ -139,6 +140,8 @@ int RunPlanDetect(const PlanDetectOptions& options) {
   search.window = static_cast<uint32_t>(options.window);
   search.max_world = static_cast<uint32_t>(options.max_world);
   search.max_seed_plus_epoch = options.max_seed;
+  search.threads =
+      options.threads > 0 ? static_cast<uint32_t>(options.threads) : DefaultSearchThreads();
   InferenceResult r = InferPlan(trace->observations, layout->size(), search);
   const bool adopted = r.outcome == InferenceOutcome::kAdopted;
 
@@ -178,6 +181,7 @@ int RunPlanDetect(const PlanDetectOptions& options) {
     out["seeds_scanned"] = r.seeds_scanned;
     out["survivors"] = r.survivors;
     out["other_samplers_skipped"] = r.other_samplers_skipped;
+    out["threads"] = search.threads;
     out["seconds"] = r.seconds;
     printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return adopted ? kExitOk : kExitFailed;
@@ -273,6 +277,12 @@ void RegisterPlanDetect(CLI::App* plan) {
                    "torch-distributed seed + epoch searched below this (default 1048576)")
       ->type_name("S")
       ->transform(Count(0, uint64_t{1} << 32));
+  detect
+      ->add_option("--threads", options->threads,
+                   "Threads that scan the seeds (default: the CPUs this process may run on, at "
+                   "most 8)")
+      ->type_name("N")
+      ->transform(Count(1, 256));
   detect->add_flag("--json", options->json,
                    "Print one JSON object: adopted, outcome, reason, plan, epoch, rank, world, "
                    "readers, the evidence and the search's cost");

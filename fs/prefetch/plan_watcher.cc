@@ -305,11 +305,13 @@ void PlanWatcher::MaybeSearch() {
   if (trace_.size() < next_search_at_ || attempts_ >= kMaxAttempts) return;
   InferenceOptions options = config_.inference;
   options.cancel = &cancel_;
+  options.threads = config_.search_threads > 0 ? config_.search_threads : DefaultSearchThreads();
   options.window = static_cast<uint32_t>(std::min<uint64_t>(config_.window, UINT32_MAX));
   // The search takes only CPU nobody else wants.
   struct sched_param param = {};
   (void)sched_setscheduler(0, SCHED_IDLE, &param);
   const double cpu_start = ThreadCpuSeconds();
+  double helper_cpu = 0;  // the search's other threads
   InferenceResult r;
   if (options.torch_distributed && options.max_seed_plus_epoch > kQuickSeedsPlusEpoch) {
     // Most jobs' seed + epoch is small: search below 2^16 first (a tenth of the time), judged
@@ -318,14 +320,17 @@ void PlanWatcher::MaybeSearch() {
     quick.max_seed_plus_epoch = kQuickSeedsPlusEpoch;
     quick.threshold_candidates = InferenceCandidates(options, layout_->size());
     r = InferPlan(trace_, layout_->size(), quick);
+    helper_cpu = r.helper_cpu_seconds;
     if (r.outcome == InferenceOutcome::kNoCandidate ||
         r.outcome == InferenceOutcome::kSeveralCandidates) {
       r = InferPlan(trace_, layout_->size(), options);
+      helper_cpu += r.helper_cpu_seconds;
     }
   } else {
     r = InferPlan(trace_, layout_->size(), options);
+    helper_cpu = r.helper_cpu_seconds;
   }
-  const double cpu = ThreadCpuSeconds() - cpu_start;
+  const double cpu = ThreadCpuSeconds() - cpu_start + helper_cpu;
   (void)sched_setscheduler(0, SCHED_OTHER, &param);
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -18,8 +18,8 @@
 //     that matched no rank: where what the readers do now began); after a trace in which no plan
 //     was found, from the first open of a file already opened since that trace began, which is
 //     where the next epoch begins (each file is read once per epoch);
-//   - runs InferPlan (at SCHED_IDLE) over the trace when it has grown enough (at 16 opens, then
-//   each time it
+//   - runs InferPlan (at SCHED_IDLE, on `search_threads` threads) over the trace when it has
+//     grown enough (at 16 opens, then each time it
 //     doubles; at most kMaxAttempts searches per epoch), first over torch-distributed seed +
 //     epoch below 2^16 under the whole space's false-adoption bound, then, if that finds no
 //     plan, over the whole space; on adoption calls `adopt` with the
@@ -57,9 +57,11 @@ namespace clairfs {
 struct PlanWatcherConfig {
   LayoutSpec layout;  // the kind; `root` is used only when `root_given`
   bool root_given = false;
-  std::string backing_root;      // absolute
-  uint64_t window = 256;         // reordering tolerated per rank (also the tracker's)
-  InferenceOptions inference;    // the search space and threshold
+  std::string backing_root;    // absolute
+  uint64_t window = 256;       // reordering tolerated per rank (also the tracker's)
+  InferenceOptions inference;  // the search space and threshold (its `threads` is ignored)
+  // Threads a search runs on, all at SCHED_IDLE; 0: the CPUs the daemon may run on, at most 8.
+  uint32_t search_threads = 0;
   size_t max_trace = 1 << 20;    // opens kept per epoch's trace
   size_t max_pending = 1 << 16;  // opens queued for the thread (beyond: counted, dropped)
   std::string proc_root = "/proc";

@@ -1,11 +1,16 @@
 // InferPlan: the two-stage search over sampler candidates (see plan_inference.h).
 #include "planner/inference/plan_inference.h"
 
+#include <sched.h>
+#include <time.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -46,6 +51,12 @@ struct Verdict {
   uint64_t step_gcd = 0;
   std::vector<ReaderRank> readers;
 };
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 uint64_t AllowedMismatches(double fraction, uint64_t decided) {
   return static_cast<uint64_t>(std::floor(fraction * static_cast<double>(decided)));
@@ -241,6 +252,14 @@ double InferenceCandidates(const InferenceOptions& options, uint64_t num_samples
                          dense + PopularSeedsBeyondTheDenseRange(options).size());
 }
 
+uint32_t DefaultSearchThreads() {
+  constexpr int kMaxSearchThreads = 8;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return 1;
+  return static_cast<uint32_t>(std::clamp(CPU_COUNT(&cpus), 1, kMaxSearchThreads));
+}
+
 InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t num_samples,
                           const InferenceOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -422,45 +441,77 @@ InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t
     // Most seeds have fewer picks of a tracked value than `hits` (counted in SIMD, an upper
     // bound on landings): only the others are followed one by one.
     const RandpermLandings picks(n, scout.tracked(), stage1_len);
-    Mt19937Lanes lanes;
-    std::vector<uint32_t> draws(static_cast<size_t>(stage1_len) * kLanes);
-    std::vector<uint64_t> survivors;
-    uint64_t next_dense = 0;
-    size_t next_extra = 0;
+    // Candidates c = 0 .. distributed_seeds-1 (the dense range, then the popular ones beyond),
+    // in batches of kLanes that the scanning threads take in turn.
+    auto candidate = [&](uint64_t c) { return c < dense ? c : dense_extra[c - dense]; };
+    const uint64_t batches = (distributed_seeds + kLanes - 1) / kLanes;
+    std::atomic<uint64_t> next_batch{0};
+    std::atomic<bool> stopped{false};
     auto cancelled = [&options] {
       return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
     };
-    while (next_dense < dense || next_extra < dense_extra.size()) {
-      if (cancelled()) return finish(InferenceOutcome::kCancelled, "the search was cancelled");
-      uint32_t seeds[kLanes];
-      uint64_t full[kLanes];
-      int used = 0;
-      for (; used < kLanes; ++used) {
-        if (next_dense < dense) {
-          full[used] = next_dense++;
-        } else if (next_extra < dense_extra.size()) {
-          full[used] = dense_extra[next_extra++];
-        } else {
+    struct ScanResult {
+      std::vector<uint64_t> survivors;
+      uint64_t scanned = 0;
+      double cpu_seconds = 0;
+    };
+    auto scan = [&](ScanResult& result) {
+      const double cpu_start = ThreadCpuSeconds();
+      ShuffleTracker tracker(n);
+      tracker.Track(scout.tracked());
+      Mt19937Lanes lanes;
+      std::vector<uint32_t> draws(static_cast<size_t>(stage1_len) * kLanes);
+      for (uint64_t b; (b = next_batch.fetch_add(1, std::memory_order_relaxed)) < batches;) {
+        if (cancelled()) {
+          stopped.store(true, std::memory_order_relaxed);
           break;
         }
-        seeds[used] = static_cast<uint32_t>(full[used]);
+        uint32_t seeds[kLanes] = {};
+        uint64_t full[kLanes];
+        const int used =
+            static_cast<int>(std::min<uint64_t>(kLanes, distributed_seeds - b * kLanes));
+        for (int l = 0; l < used; ++l) {
+          full[l] = candidate(b * kLanes + static_cast<uint64_t>(l));
+          seeds[l] = static_cast<uint32_t>(full[l]);
+        }
+        lanes.Seed(seeds);
+        lanes.Generate(stage1_len, draws.data());
+        uint32_t upper[kLanes];
+        if (picks.usable()) picks.Count(draws.data(), upper);
+        for (int l = 0; l < used; ++l) {
+          if (picks.usable() && upper[l] < hits) continue;
+          uint32_t count = 0;
+          const uint32_t* column = draws.data() + l;
+          size_t i = 0;
+          tracker.RunRandpermPrefix(
+              stage1_len, [&] { return column[kLanes * i++]; },
+              [&](uint32_t, uint32_t) { ++count; });
+          if (count >= hits) result.survivors.push_back(full[l]);
+        }
+        result.scanned += static_cast<uint64_t>(used);
       }
-      for (int l = used; l < kLanes; ++l) seeds[l] = 0;
-      lanes.Seed(seeds);
-      lanes.Generate(stage1_len, draws.data());
-      uint32_t upper[kLanes];
-      if (picks.usable()) picks.Count(draws.data(), upper);
-      for (int l = 0; l < used; ++l) {
-        if (picks.usable() && upper[l] < hits) continue;
-        uint32_t count = 0;
-        const uint32_t* column = draws.data() + l;
-        size_t i = 0;
-        scout.RunRandpermPrefix(
-            stage1_len, [&] { return column[kLanes * i++]; }, [&](uint32_t, uint32_t) { ++count; });
-        if (count >= hits) survivors.push_back(full[l]);
-      }
-      out.seeds_scanned += static_cast<uint64_t>(used);
+      result.cpu_seconds = ThreadCpuSeconds() - cpu_start;
+    };
+    // The calling thread scans too; the others run beside it (inheriting its scheduling policy,
+    // e.g. a mount's SCHED_IDLE).
+    const uint32_t threads = static_cast<uint32_t>(
+        std::clamp<uint64_t>(options.threads, 1, std::max<uint64_t>(1, batches)));
+    std::vector<ScanResult> results(threads);
+    {
+      std::vector<std::thread> helpers;
+      for (uint32_t t = 1; t < threads; ++t) helpers.emplace_back(scan, std::ref(results[t]));
+      scan(results[0]);
+      for (std::thread& h : helpers) h.join();
     }
+    std::vector<uint64_t> survivors;
+    for (uint32_t t = 0; t < threads; ++t) {
+      const ScanResult& r = results[t];
+      survivors.insert(survivors.end(), r.survivors.begin(), r.survivors.end());
+      out.seeds_scanned += r.scanned;
+      if (t > 0) out.helper_cpu_seconds += r.cpu_seconds;
+    }
+    if (stopped.load()) return finish(InferenceOutcome::kCancelled, "the search was cancelled");
+    std::sort(survivors.begin(), survivors.end());  // the candidates' order, whoever found them
     out.survivors = survivors.size();
     const auto stage2_start = std::chrono::steady_clock::now();
     out.stage1_seconds = std::chrono::duration<double>(stage2_start - start).count();

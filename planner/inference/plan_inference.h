@@ -34,7 +34,8 @@
 // (`search_every_sampler` searches them): no stream of theirs is one of torch-distributed's, so
 // one explaining too would be a chance match, which K already bounds with them counted.
 //
-// Errors: none; every outcome is a value with a reason. Thread-safety: pure function.
+// Errors: none; every outcome is a value with a reason. Thread-safety: pure function (it may
+// start options.threads - 1 threads of its own and joins them before it returns).
 #pragma once
 
 #include <atomic>
@@ -79,6 +80,9 @@ struct InferenceOptions {
   // seed + epoch < 2^16) adopts only what the whole space's bound allows, so it may adopt before
   // the rest is searched (0: the candidates searched).
   double threshold_candidates = 0;
+  // Threads that scan stage 1's seeds (the calling thread is one of them; the others inherit its
+  // scheduling policy). The outcome does not depend on it.
+  uint32_t threads = 1;
   // Search torch-random and NumPy's popular seeds even after torch-distributed found one class.
   bool search_every_sampler = false;
   // When set (by another thread) the search stops within about a millisecond: kCancelled.
@@ -138,11 +142,16 @@ struct InferenceResult {
   double stage1_seconds = 0;            // the scan of every torch-distributed s
   double stage2_seconds = 0;            // its survivors followed and judged
   bool other_samplers_skipped = false;  // torch-distributed found one class: no other searched
+  double helper_cpu_seconds = 0;        // CPU of the threads besides the caller's (options.threads)
   double seconds = 0;
 };
 
 InferenceResult InferPlan(const std::vector<Observation>& observations, uint64_t num_samples,
                           const InferenceOptions& options = {});
+
+// A default for InferenceOptions::threads: the CPUs this process may run on (its affinity: a
+// cpuset or taskset bounds it), at most 8.
+uint32_t DefaultSearchThreads();
 
 // The number of candidates InferPlan searches under `options` over `num_samples` samples (what K
 // is derived from, before threshold_candidates).

@@ -170,6 +170,37 @@ TEST(PlanInference, ACancelledSearchStopsAtOnce) {
   EXPECT_EQ(r.outcome, InferenceOutcome::kCancelled) << r.reason;
   EXPECT_STREQ(InferenceOutcomeName(r.outcome), "cancelled");
   EXPECT_EQ(r.seeds_scanned, 0u);
+  options.threads = 3;
+  r = InferPlan(OneReader(opens, 77), n, options);
+  EXPECT_EQ(r.outcome, InferenceOutcome::kCancelled) << r.reason;
+  EXPECT_EQ(r.seeds_scanned, 0u);
+}
+
+TEST(PlanInference, ScanningThreadsChangeNothingButTheTime) {
+  // The same trace searched by 1 and by 3 threads: the same outcome, survivors and adoption.
+  const uint64_t n = 200000;
+  const std::string spec = "torch-distributed:seed=2000,world=8";
+  std::vector<std::vector<uint64_t>> streams;
+  for (uint32_t rank : {2u, 5u}) {
+    streams.push_back(LoaderOpens(RankOrder(spec, n, 49, rank, 60), 4, 2, 0.1, 0.0, rank));
+  }
+  InferenceOptions options = SmallSearch();
+  options.max_seed_plus_epoch = 1u << 14;
+  options.max_world = 128;
+  InferenceResult one = InferPlan(Interleave(streams, {30, 31}, 4), n, options);
+  options.threads = 3;
+  InferenceResult three = InferPlan(Interleave(streams, {30, 31}, 4), n, options);
+  ASSERT_EQ(one.outcome, InferenceOutcome::kAdopted) << one.reason;
+  EXPECT_EQ(three.outcome, one.outcome);
+  EXPECT_EQ(three.spec, "torch-distributed:seed=2049,world=8,ranks=2-5");
+  EXPECT_EQ(three.spec, one.spec);
+  EXPECT_EQ(three.seeds_scanned, one.seeds_scanned);
+  EXPECT_EQ(three.survivors, one.survivors);
+  EXPECT_EQ(three.followed, one.followed);
+  EXPECT_EQ(three.reason, one.reason);
+  EXPECT_GT(one.survivors, 1u);  // chance survivors too, found by whichever thread
+  EXPECT_EQ(one.helper_cpu_seconds, 0);
+  EXPECT_GT(three.helper_cpu_seconds, 0);
 }
 
 TEST(PlanInference, OneRankOfAWorldWithoutPids) {
