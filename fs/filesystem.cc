@@ -234,7 +234,7 @@ void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
 Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,
                                     const RequestCaller* caller, bool defer_backing) {
   return OpenCounted(ino, flags, open_copy_now, caller, /*counted=*/true, defer_backing,
-                     caller != nullptr ? caller->ThreadId() : 0);
+                     caller != nullptr ? caller->Who() : Opener{});
 }
 
 namespace {
@@ -249,7 +249,7 @@ Result<OpenResult> Deferred() {
 
 Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_copy_now,
                                            const RequestCaller* caller, bool counted,
-                                           bool defer_backing, uint32_t reader_thread) {
+                                           bool defer_backing, Opener opener) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
     return Status::Error(EROFS, "read-only filesystem");
   }
@@ -318,7 +318,7 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
   if (counted && defer_backing) counters_.opens.Add(1);
   // Before the copy's touch, so that a hit's eviction key already reflects this use of the plan.
   const bool planned =
-      counted && open_observer_ != nullptr && open_observer_->OnOpen(node->path, reader_thread);
+      counted && open_observer_ != nullptr && open_observer_->OnOpen(node->path, opener);
   if (copy) {
     store_->Touch(node->path);
     // Hits on copies a peer brought are counted apart (the peer tier's reads by source).
@@ -353,8 +353,7 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
 }
 
 Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t offset,
-                                                          bool defer_backing,
-                                                          uint32_t reader_thread) {
+                                                          bool defer_backing, Opener reader) {
   const bool first_read = offset == 0;
   std::shared_ptr<OpenFile> kept = kept_.Get(ino);
   // A file kept from the backing store whose copy was staged since is opened again, from the
@@ -364,9 +363,9 @@ Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t
   // counted before this.
   if (kept != nullptr && defer_backing && ReadCallsBacking(*kept))
     return std::shared_ptr<OpenFile>();
-  if (kept != nullptr && (!first_read || CountKeptHit(*kept, reader_thread))) return kept;
+  if (kept != nullptr && (!first_read || CountKeptHit(*kept, reader))) return kept;
   auto opened = OpenCounted(ino, O_RDONLY, /*open_copy_now=*/true, nullptr, first_read,
-                            defer_backing, reader_thread);
+                            defer_backing, reader);
   if (!opened.ok()) return opened.status();
   if (opened->deferred) return std::shared_ptr<OpenFile>();
   OpenFile* raw = opened->file.release();
@@ -381,7 +380,7 @@ Result<std::shared_ptr<OpenFile>> FileSystem::FileForRead(uint64_t ino, uint64_t
   return file;
 }
 
-bool FileSystem::CountKeptHit(OpenFile& file, uint32_t reader_thread) {
+bool FileSystem::CountKeptHit(OpenFile& file, Opener reader) {
   if (!file.from_cache || file.copy_failed.load(std::memory_order_acquire)) return false;
   if (!store_->copies_readable()) return false;
   auto copy = store_->Find(file.path, /*touch=*/false);
@@ -389,7 +388,7 @@ bool FileSystem::CountKeptHit(OpenFile& file, uint32_t reader_thread) {
   const double start = Elapsed();
   counters_.opens.Add(1);
   // Before the touch, so that the copy's eviction key reflects this use of the plan (as Open).
-  if (open_observer_ != nullptr) (void)open_observer_->OnOpen(file.path, reader_thread);
+  if (open_observer_ != nullptr) (void)open_observer_->OnOpen(file.path, reader);
   (void)store_->Find(file.path);
   counters_.hits.Add(1);
   if (file.from_peer_copy) counters_.hits_peer_copies.Add(1);

@@ -64,8 +64,8 @@ class RequestCaller {
  public:
   virtual ~RequestCaller() = default;
   virtual Caller Get() const = 0;
-  // The requesting thread's id (the kernel's view; 0 when unknown). Cheap: no /proc read.
-  virtual uint32_t ThreadId() const { return 0; }
+  // The requesting thread's id (the kernel's view; 0 when unknown) and uid. Cheap: no /proc read.
+  virtual Opener Who() const { return Opener{}; }
 };
 
 struct OpenFile {
@@ -164,10 +164,9 @@ class FileSystem {
   // caller while it reads. A READ at offset 0 counts as an open of the file (see the top).
   // With `defer_backing`, null (and nothing done or counted) when the READ would call the
   // backing store: to open the file, or to read a file kept from it (ReadCallsBacking).
-  // `reader_thread`: the reading thread's id, for the open observer (0 when unknown).
+  // `reader`: who reads, for the open observer.
   Result<std::shared_ptr<OpenFile>> FileForRead(uint64_t ino, uint64_t offset,
-                                                bool defer_backing = false,
-                                                uint32_t reader_thread = 0);
+                                                bool defer_backing = false, Opener reader = {});
   // Whether a READ of `file` calls the backing store: its bytes come from the backing file (a
   // miss, or a copy that failed). No I/O, no lock. A staged copy opened lazily (fd -1) reads
   // the copy; only a copy evicted since its open is then read from the backing file (rare).
@@ -210,10 +209,10 @@ class FileSystem {
   // read-through and the file's open counters); uncounted opens serve a no-open READ in mid-file.
   Result<OpenResult> OpenCounted(uint64_t ino, int flags, bool open_copy_now,
                                  const RequestCaller* caller, bool counted, bool defer_backing,
-                                 uint32_t reader_thread);
+                                 Opener opener);
   // No-open mode: counts a first READ served by `file`, kept open from a staged copy, as an open
   // of it (a hit). False if the copy is no longer the store's current one (then open anew).
-  bool CountKeptHit(OpenFile& file, uint32_t reader_thread);
+  bool CountKeptHit(OpenFile& file, Opener reader);
   Result<int> OpenCopy(const std::string& data_path);
   // A copy failed to open or read for another reason than being gone: counted, and reported to
   // the store (its device's condition, and a pause of serving copies).

@@ -2,8 +2,9 @@
 //
 // OnOpen runs on the FUSE thread before the cache is consulted; it must be O(1), take at most a
 // short mutex and never block on I/O or staging. Returning true means the observer stages this
-// file itself (the filesystem then skips its read-through enqueue). `reader_thread` is the thread
-// id the kernel gave for the opening thread (0 when unknown): plan inference groups opens by it.
+// file itself (the filesystem then skips its read-through enqueue). `opener` says who opened:
+// plan inference groups opens by thread, and a plan bound to a user (--plan-uid) follows only that
+// user's opens.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +12,19 @@
 
 namespace clairfs {
 
+// Who opened a file: the kernel's id of the opening thread (0 when unknown) and the caller's uid
+// (kNoUid when unknown).
+struct Opener {
+  static constexpr uint32_t kNoUid = UINT32_MAX;
+  uint32_t thread = 0;
+  uint32_t uid = kNoUid;
+};
+
 class OpenObserver {
  public:
   virtual ~OpenObserver() = default;
   // `path` is relative to the backing root.
-  virtual bool OnOpen(const std::string& path, uint32_t reader_thread) = 0;
+  virtual bool OnOpen(const std::string& path, Opener opener) = 0;
 };
 
 }  // namespace clairfs

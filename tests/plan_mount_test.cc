@@ -1,6 +1,7 @@
 // Integration tests of plan-driven prefetch and eviction: real mounts over a synthetic
 // ImageFolder dataset (`clairfs bench make-dataset`), read in the plan's order as given by
 // `clairfs plan show`, always unmounted by ClairfsMount's guard.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -319,6 +320,71 @@ TEST_F(PlanMountTest, AutoInfersThePlanInTheFirstEpochAndHitsFromTheNext) {
     EXPECT_GE(static_cast<double>(automatic[e].first), 0.9 * static_cast<double>(files_))
         << "epoch " << e;
   }
+}
+
+// --plan-uid: root's allow_other mount infers and follows only root's (the job's) opens. Another
+// user reads, as one process and faster than the job, the first 600 files of another plan's
+// order during the job's first epoch: that plan is never adopted, the job's is, in the first
+// epoch, with no mismatch, and it hits from the next; every byte the job reads is exact.
+TEST_F(PlanMountTest, AnotherUsersReadsNeitherSteerNorDropAPlanBoundToTheJobsUser) {
+  if (!testing::CanRunAsOtherUsers()) GTEST_SKIP() << "needs root and setpriv";
+  constexpr uid_t kNobody = 65534;
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  files_ = 6000;
+  backing_ = dir_ / "big";
+  CommandResult made =
+      testing::Run({ClairfsBin(), "bench", "make-dataset", backing_, "--files",
+                    std::to_string(files_), "--classes", "6", "--sizes", "fixed:4K", "--json"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string mnt = dir_ / "mnt";
+  ClairfsMount m(backing_, mnt, dir_ / "cache");
+  ASSERT_EQ(m.Mount({"--capacity", std::to_string(files_ * 4096 / 2), "--plan", "auto",
+                     "--plan-uid", "root", "-o", "allow_other"})
+                .exit_code,
+            0);
+  // The other user's list: the first 600 files of their plan, read by one `cat`.
+  const std::string list = dir_ / "other.txt";
+  {
+    std::vector<std::string> theirs = PlanOrder("torch-distributed:seed=777,world=1", 0);
+    std::string text;
+    for (size_t i = 0; i < 600; ++i) text += mnt + "/" + theirs[i] + "\n";
+    WriteFile(list, text);
+    ASSERT_EQ(chmod(list.c_str(), 0644), 0);
+  }
+  CommandResult other;
+  std::thread intruder([&] {
+    other = testing::RunAs(kNobody, {"xargs", "-d", "\\n", "-a", list, "cat"}, 120);
+  });
+  const std::string spec = "torch-distributed:seed=4242,world=1";
+  std::vector<uint64_t> hits;
+  nlohmann::json status = m.Status();
+  for (int e = 0; e < 3; ++e) {
+    const uint64_t before = status["hits"].get<uint64_t>();
+    ReadEpoch(mnt, PlanOrder(spec, e), 1000);  // byte-exact, or the test fails here
+    if (e == 0) intruder.join();
+    status = m.Status();
+    hits.push_back(status["hits"].get<uint64_t>() - before);
+    printf("epoch %d: %llu hits\n", e, static_cast<unsigned long long>(hits.back()));
+    if (e == 0) {
+      // Adopted in the first epoch, from root's opens only.
+      ASSERT_TRUE(status["plan"].is_object()) << status.dump();
+      EXPECT_EQ(status["plan"]["inference"]["state"], "adopted") << status["plan"].dump();
+    }
+  }
+  printf("plan: %s\n", status["plan"].dump().c_str());
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(other.out.size(), 600u * 4096) << "the other user read what they may";
+  const nlohmann::json& plan = status["plan"];
+  EXPECT_EQ(plan["spec"], spec);
+  EXPECT_EQ(plan["uid"], 0u);
+  EXPECT_EQ(plan["inference"]["adopted"], spec);
+  EXPECT_EQ(plan["inference"]["adoptions"], 1u);
+  EXPECT_EQ(plan["mismatches"], 0u);
+  EXPECT_FALSE(plan["dropped"].get<bool>());
+  for (int e = 1; e < 3; ++e) {
+    EXPECT_GE(static_cast<double>(hits[e]), 0.9 * static_cast<double>(files_)) << "epoch " << e;
+  }
+  EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
 TEST_F(PlanMountTest, PlanSetAutoOnARunningMountSearchesAndReportsIt) {

@@ -203,7 +203,8 @@ void RegisterMount(CLI::App& app) {
   cmd->add_option_function<std::string>("--layout", item("layout"),
                                         "Sample numbering of the plan: imagefolder (default), "
                                         "sorted or list:FILE (a regular file of at most 1 GiB); "
-                                        "needs --plan, as do --layout-root and --plan-window")
+                                        "needs --plan, as do --layout-root, --plan-window and "
+                                        "--plan-uid")
       ->type_name("LAYOUT");
   cmd->add_option_function<std::string>(
          "--layout-root", item("layout_root"),
@@ -216,6 +217,13 @@ void RegisterMount(CLI::App& app) {
          "Planned positions per rank an open may run ahead of the rank's cursor (default 256; "
          "at least prefetch_factor x num_workers x batch_size)")
       ->type_name("N");
+  cmd->add_option_function<std::string>(
+         "--plan-uid", item("plan_uid"),
+         "The user (name or uid) whose opens the plan follows and --plan auto watches; other "
+         "users' opens are served as ever but move no cursor and cannot drop or steer the plan "
+         "(default: every user's; on a mount other users read, e.g. -o allow_other, give the "
+         "job's user)")
+      ->type_name("USER");
   cmd->add_option("-o", args->o_lists,
                   "Comma-separated options: the flags above as key=value (cache=, capacity=, "
                   "min_free=, ...) and FUSE options such as allow_other; mount(8)/systemd "

@@ -1,4 +1,4 @@
-// `clairfs plan set MOUNTPOINT --plan SPEC|auto [--layout L] [--layout-root D]` and
+// `clairfs plan set MOUNTPOINT --plan SPEC|auto [--layout L] [--layout-root D] [--uid USER]` and
 // `clairfs plan clear MOUNTPOINT`: change a running mount's access plan through its control
 // socket (ops plan_set / plan_clear, owner only).
 //
@@ -7,7 +7,9 @@
 // (including a spec or layout the daemon rejects as invalid, reported with its reason).
 #include <cstdio>
 #include <memory>
+#include <optional>
 
+#include "fs/daemon/mount_options.h"
 #include "planner/base/name_escape.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/control_client.h"
@@ -21,6 +23,7 @@ struct PlanSetArgs {
   std::string layout = "imagefolder";
   std::string layout_root;
   uint64_t window = 0;
+  std::string user;  // --uid: a name or uid; "" for every user
 };
 
 int RunPlanSet(const PlanSetArgs& a) {
@@ -30,6 +33,12 @@ int RunPlanSet(const PlanSetArgs& a) {
   if (!IsValidUtf8(a.plan) || !IsValidUtf8(a.layout)) {
     return UsageError("plan set", "--plan and --layout must be UTF-8 text");
   }
+  std::optional<uint32_t> uid;
+  if (!a.user.empty()) {
+    auto parsed = ParseUserId(a.user);
+    if (!parsed.ok()) return UsageError("plan set", "--uid: " + parsed.status().message());
+    uid = *parsed;
+  }
   // Walking a large dataset on a PFS takes a while: allow it.
   auto client = ControlClient::Connect(a.mountpoint, 30 * 60 * 1000);
   if (!client.ok()) return Fail("plan set", client.status());
@@ -38,6 +47,7 @@ int RunPlanSet(const PlanSetArgs& a) {
                             {"layout", WithAbsoluteListFile(a.layout)},
                             {"layout_root", EscapeName(*layout_root)}};
   if (a.window > 0) request["window"] = a.window;
+  if (uid) request["uid"] = *uid;
   auto reply = client->Call(request);
   if (!reply.ok()) return Fail("plan set", reply.status());
   const nlohmann::json& plan = (*reply)["plan"];
@@ -86,6 +96,10 @@ void RegisterPlanLive(CLI::App* plan) {
   set->add_option("--window", set_args->window,
                   "Planned positions per rank an open may run ahead (default 256)")
       ->type_name("N");
+  set->add_option("--uid", set_args->user,
+                  "The user (name or uid) whose opens the plan follows (and auto watches); "
+                  "other users' opens cannot steer or drop it (default: every user's)")
+      ->type_name("USER");
   set->callback([set_args] { SetExitCode(RunPlanSet(*set_args)); });
 
   auto mountpoint = std::make_shared<std::string>();

@@ -20,7 +20,7 @@ Result<std::string> StringField(const nlohmann::json& request, const char* key,
 
 void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
   server->AddHandler(
-      "plan_set", ControlAccess::kOwner, {"spec", "layout", "layout_root", "window"},
+      "plan_set", ControlAccess::kOwner, {"spec", "layout", "layout_root", "window", "uid"},
       [runtime](const nlohmann::json& request, const PeerCredentials&, nlohmann::json* reply) {
         auto spec = StringField(request, "spec", "");
         if (!spec.ok()) return spec.status();
@@ -38,6 +38,14 @@ void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
           }
           window = request["window"].get<uint64_t>();
         }
+        uint32_t uid = Opener::kNoUid;
+        if (request.contains("uid")) {
+          if (!request["uid"].is_number_unsigned() ||
+              request["uid"].get<uint64_t>() >= Opener::kNoUid) {
+            return Status::Invalid("uid must be a uid (an integer below 4294967295)");
+          }
+          uid = static_cast<uint32_t>(request["uid"].get<uint64_t>());
+        }
         if (*spec == "auto") {
           auto layout_spec = ParseLayoutSpec(*layout, *root);
           if (!layout_spec.ok()) return layout_spec.status().WithContext("--layout");
@@ -45,6 +53,7 @@ void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
           watch.layout = std::move(*layout_spec);
           watch.root_given = !root->empty();
           if (window) watch.window = *window;
+          watch.uid = uid;
           CLAIRFS_RETURN_IF_ERROR(runtime->SetAuto(std::move(watch)));
           (*reply)["plan"] = SanitizedStrings(runtime->StatusJson());
           return Status::Ok();
@@ -53,6 +62,7 @@ void RegisterPlanHandlers(ControlServer* server, PlanRuntime* runtime) {
         if (!parsed.ok()) return parsed.status();
         PlanTrackerConfig config = std::move(*parsed);
         if (window) config.window = *window;
+        config.uid = uid;
         CLAIRFS_RETURN_IF_ERROR(runtime->Set(config));
         (*reply)["plan"] = SanitizedStrings(runtime->StatusJson());
         return Status::Ok();

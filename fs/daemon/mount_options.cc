@@ -1,8 +1,12 @@
 // Parsing of `-o key=value` mount options and the kernel option string (see mount_options.h).
 #include "fs/daemon/mount_options.h"
 
+#include <pwd.h>
+
 #include <cstdlib>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "planner/base/units.h"
 #include "planner/layout.h"
@@ -31,14 +35,38 @@ bool IsMountHelperOption(const std::string& key) {
 // The clairfs setting an -o key (underscored) sets, "" for FUSE, kernel and mount(8) options.
 // Keys that set one field one way or the other share a setting.
 std::string SettingOf(const std::string& k) {
-  static const char* const kSettings[] = {
-      "cache",          "capacity",        "min_free",     "foreground",    "read_through",
-      "revalidate",     "manifest",        "attr_timeout", "stage_threads", "fuse_uring_threads",
-      "scan_threads",   "stage_bandwidth", "read_mode",    "passthrough",   "hold_ahead",
-      "held_copies",    "list_ahead",      "sched",        "fuse_uring",    "log_file",
-      "plan",           "layout",          "layout_root",  "plan_window",   "metrics_file",
-      "peer_key",       "request_threads", "open_mode",    "kept_files",    "stage_settle",
-      "backing_threads"};
+  static const char* const kSettings[] = {"cache",
+                                          "capacity",
+                                          "min_free",
+                                          "foreground",
+                                          "read_through",
+                                          "revalidate",
+                                          "manifest",
+                                          "attr_timeout",
+                                          "stage_threads",
+                                          "fuse_uring_threads",
+                                          "scan_threads",
+                                          "stage_bandwidth",
+                                          "read_mode",
+                                          "passthrough",
+                                          "hold_ahead",
+                                          "held_copies",
+                                          "list_ahead",
+                                          "sched",
+                                          "fuse_uring",
+                                          "log_file",
+                                          "plan",
+                                          "layout",
+                                          "layout_root",
+                                          "plan_window",
+                                          "metrics_file",
+                                          "peer_key",
+                                          "request_threads",
+                                          "open_mode",
+                                          "kept_files",
+                                          "stage_settle",
+                                          "backing_threads",
+                                          "plan_uid"};
   if (k == "no_read_through") return "read_through";
   for (const char* setting : kSettings) {
     if (k == setting) return setting;
@@ -107,6 +135,24 @@ bool ParseDurationNs(const std::string& text, uint64_t max_ns, uint64_t* ns) {
 }
 
 }  // namespace
+
+Result<uint32_t> ParseUserId(const std::string& text) {
+  if (text.empty()) return Status::Invalid("a user name or uid is needed");
+  if (text.find_first_not_of("0123456789") == std::string::npos) {
+    // (uid_t)-1 means "no uid" to the kernel and to clairfs (Opener::kNoUid).
+    if (text.size() > 10 || std::stoull(text) >= Opener::kNoUid) {
+      return Status::Invalid("uid " + text + " is out of range");
+    }
+    return static_cast<uint32_t>(std::stoull(text));
+  }
+  struct passwd entry;
+  struct passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  const int rc = getpwnam_r(text.c_str(), &entry, buffer.data(), buffer.size(), &found);
+  if (rc != 0) return Status::Error(rc, "looking up user '" + text + "'");
+  if (found == nullptr) return Status::Invalid("no user named '" + text + "'");
+  return static_cast<uint32_t>(found->pw_uid);
+}
 
 Status ApplyMountOption(const std::string& item, MountOptions* o) {
   if (item.empty()) return Status::Ok();
@@ -258,6 +304,11 @@ Status ApplyMountOption(const std::string& item, MountOptions* o) {
   } else if (k == "plan" || k == "layout" || k == "layout_root") {
     if (!has_value || value.empty()) return need_value();
     (k == "plan" ? o->plan : k == "layout" ? o->plan_layout : o->plan_layout_root) = value;
+  } else if (k == "plan_uid") {
+    if (!has_value || value.empty()) return need_value();
+    auto uid = ParseUserId(value);
+    if (!uid.ok()) return uid.status().WithContext(OptionName("plan_uid"));
+    o->plan_uid = *uid;
   } else if (k == "plan_window") {
     auto n = count(1, 1 << 24);
     if (!n.ok()) return n.status();
@@ -333,12 +384,13 @@ Status ApplyMountOptionItems(const std::vector<std::string>& items, MountOptions
   }
   if (options->plan.empty()) {
     // They only shape a plan: without one they would be ignored, so they are refused.
-    for (const char* plan_only : {"layout", "layout_root", "plan_window"}) {
+    for (const char* plan_only : {"layout", "layout_root", "plan_window", "plan_uid"}) {
       if (given.count(plan_only) != 0) {
-        return Status::Invalid(
-            OptionName(plan_only) + " needs --plan (it shapes the plan's " +
-            (std::string(plan_only) == "plan_window" ? "prefetching" : "sample numbering") +
-            "; without a plan it would be ignored)");
+        return Status::Invalid(OptionName(plan_only) + " needs --plan (it shapes the plan's " +
+                               (std::string(plan_only) == "plan_window" ? "prefetching"
+                                : std::string(plan_only) == "plan_uid"  ? "readers"
+                                                                        : "sample numbering") +
+                               "; without a plan it would be ignored)");
       }
     }
   }
@@ -357,11 +409,13 @@ Status ValidateMountOptions(MountOptions* options) {
     watch.layout = std::move(*layout);
     watch.root_given = !o.plan_layout_root.empty();
     watch.window = o.plan_window;
+    watch.uid = o.plan_uid;
     options->plan_auto = std::move(watch);
   } else if (!o.plan.empty()) {
     auto config = ParsePlanTrackerConfig(o.plan, o.plan_layout, o.plan_layout_root);
     if (!config.ok()) return config.status();
     config->window = o.plan_window;
+    config->uid = o.plan_uid;
     options->plan_config = std::move(*config);
   }
   if (o.open_mode == OpenMode::kNoOpen && o.passthrough == PassthroughMode::kOn) {

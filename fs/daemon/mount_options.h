@@ -93,11 +93,17 @@ struct MountOptions {
   std::string plan_layout = "imagefolder";
   std::string plan_layout_root;
   uint64_t plan_window = 256;  // planned positions of reordering tolerated per rank
+  // --plan-uid: the user whose opens the plan follows (and plan auto watches); kNoUid: everyone.
+  uint32_t plan_uid = Opener::kNoUid;
   // The plan parsed by ValidateMountOptions (empty without --plan, and with --plan auto).
   std::optional<PlanTrackerConfig> plan_config;
   // --plan auto: the plan is inferred from the first opens (fs/prefetch/plan_watcher.h).
   std::optional<PlanWatcherConfig> plan_auto;
 };
+
+// A user as --plan-uid and `plan set --uid` take it: a uid (digits) or a name from the user
+// database. EINVAL for a name that is not a user or a number that is not a uid.
+Result<uint32_t> ParseUserId(const std::string& text);
 
 // Applies one item of a comma-separated -o list (already split). Returns an error naming the
 // option for an unknown clairfs key or a bad value.

@@ -166,7 +166,8 @@ TEST(MountOptions, KernelOptionsCarryEveryItemAsGiven) {
 }
 
 TEST(MountOptions, PlanOnlySettingsNeedAPlan) {
-  for (const char* item : {"layout=bogus", "layout=sorted", "layout_root=train", "plan_window=8"}) {
+  for (const char* item :
+       {"layout=bogus", "layout=sorted", "layout_root=train", "plan_window=8", "plan_uid=0"}) {
     Status st = Apply({"cache=/c", item});
     ASSERT_FALSE(st.ok()) << item;
     EXPECT_NE(st.message().find("needs --plan"), std::string::npos) << st.message();
@@ -182,6 +183,38 @@ TEST(MountOptions, PlanOnlySettingsNeedAPlan) {
   Status st = ValidateMountOptions(&o);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("--layout"), std::string::npos) << st.message();
+}
+
+// --plan-uid: a uid or a user's name, into the plan's config or plan auto's watcher.
+TEST(MountOptions, PlanUidTakesAUidOrAName) {
+  MountOptions o;
+  ASSERT_TRUE(Apply({"plan=sequential", "plan_uid=1234"}, &o).ok());
+  EXPECT_EQ(o.plan_uid, 1234u);
+  o.backing = "/b";
+  o.mountpoint = "/m";
+  o.cache_dir = "/c";
+  ASSERT_TRUE(ValidateMountOptions(&o).ok());
+  ASSERT_TRUE(o.plan_config.has_value());
+  EXPECT_EQ(o.plan_config->uid, 1234u);
+  MountOptions a;
+  ASSERT_TRUE(Apply({"plan=auto", "plan_uid=root"}, &a).ok());
+  EXPECT_EQ(a.plan_uid, 0u);
+  a.backing = "/b";
+  a.mountpoint = "/m";
+  a.cache_dir = "/c";
+  ASSERT_TRUE(ValidateMountOptions(&a).ok());
+  ASSERT_TRUE(a.plan_auto.has_value());
+  EXPECT_EQ(a.plan_auto->uid, 0u);
+  MountOptions none;
+  ASSERT_TRUE(Apply({"plan=sequential"}, &none).ok());
+  EXPECT_EQ(none.plan_uid, Opener::kNoUid);
+  for (const char* bad :
+       {"plan_uid=no-such-user-here", "plan_uid=4294967295", "plan_uid=99999999999", "plan_uid="}) {
+    Status st = Apply({"plan=sequential", bad});
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("plan-uid"), std::string::npos) << st.message();
+  }
+  EXPECT_EQ(*ParseUserId("nobody"), 65534u);
 }
 
 // --open-mode no-open: what it excludes is refused with the reason, and --kept-files needs it.

@@ -200,7 +200,10 @@ class FuseRequestCaller final : public RequestCaller {
     const struct fuse_ctx* ctx = fuse_req_ctx(req_);
     return Caller{ctx->uid, ctx->gid, GroupsOfThread(ctx->pid)};
   }
-  uint32_t ThreadId() const override { return static_cast<uint32_t>(fuse_req_ctx(req_)->pid); }
+  Opener Who() const override {
+    const struct fuse_ctx* ctx = fuse_req_ctx(req_);
+    return Opener{static_cast<uint32_t>(ctx->pid), static_cast<uint32_t>(ctx->uid)};
+  }
 
  private:
   fuse_req_t req_;
@@ -342,7 +345,7 @@ void ServeRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
   std::shared_ptr<OpenFile> kept;
   if (adapter->options().no_open) {
     auto found = fs->FileForRead(ino, static_cast<uint64_t>(off), /*defer_backing=*/pool != nullptr,
-                                 static_cast<uint32_t>(fuse_req_ctx(req)->pid));
+                                 FuseRequestCaller(req).Who());
     if (!found.ok()) return ReplyError(req, found.status(), "read");
     if (*found == nullptr) {
       return pool->Submit(std::make_unique<DeferredRead>(req, ino, size, off, *fi));

@@ -91,17 +91,19 @@ Status PlanRuntime::Adopt(InferredPlan plan, uint64_t generation) {
     watcher = watcher_;
   }
   if (watcher == nullptr) return Status::Error(ECANCELED, "plan auto was cleared meanwhile");
-  auto replay = [&tracker](const std::string& path, uint32_t thread) -> Status {
-    (void)tracker->OnOpen(path, thread);
+  auto replay = [&tracker](const std::string& path, Opener opener) -> Status {
+    (void)tracker->OnOpen(path, opener);
     if (tracker->NeedsAdvance()) return tracker->AdvanceEpoch();
     return Status::Ok();
   };
   // The opens the inference saw, then those that came while it searched and while the tracker
   // was built (the watcher queued them), so that each rank's cursor stands where its reader is.
-  for (const std::string& path : plan.replay) CLAIRFS_RETURN_IF_ERROR(replay(path, 0));
+  // (The watcher saw only the opens of the user the plan follows, if it follows one.)
+  const Opener traced{0, plan.config.uid};
+  for (const std::string& path : plan.replay) CLAIRFS_RETURN_IF_ERROR(replay(path, traced));
   for (int round = 0; round < 8; ++round) {
     auto pending = watcher->TakePending();
-    for (const auto& [path, thread] : pending) CLAIRFS_RETURN_IF_ERROR(replay(path, thread));
+    for (const auto& [path, opener] : pending) CLAIRFS_RETURN_IF_ERROR(replay(path, opener));
     if (pending.size() < 64) break;
   }
   if (tracker->dropped()) {
@@ -115,7 +117,7 @@ Status PlanRuntime::Adopt(InferredPlan plan, uint64_t generation) {
   }
   Install(tracker, "plan auto: adopted");
   // Opens queued between the last round and the switch.
-  for (const auto& [path, thread] : watcher->TakePending()) (void)tracker->OnOpen(path, thread);
+  for (const auto& [path, opener] : watcher->TakePending()) (void)tracker->OnOpen(path, opener);
   return Status::Ok();
 }
 
@@ -174,7 +176,7 @@ void PlanRuntime::Stop() {
   StopWatcher();
 }
 
-bool PlanRuntime::OnOpen(const std::string& path, uint32_t reader_thread) {
+bool PlanRuntime::OnOpen(const std::string& path, Opener opener) {
   std::shared_ptr<PlanTracker> tracker;
   std::shared_ptr<PlanWatcher> watcher;
   {
@@ -186,10 +188,10 @@ bool PlanRuntime::OnOpen(const std::string& path, uint32_t reader_thread) {
     }
   }
   if (watcher != nullptr) {
-    watcher->Observe(path, reader_thread);
+    watcher->Observe(path, opener);
     return false;
   }
-  return tracker != nullptr && tracker->OnOpen(path, reader_thread);
+  return tracker != nullptr && tracker->OnOpen(path, opener);
 }
 
 nlohmann::json PlanRuntime::StatusJson() {

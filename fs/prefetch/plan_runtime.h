@@ -90,7 +90,7 @@ class PlanRuntime final : public OpenObserver {
   void Start();
   void Stop();
 
-  bool OnOpen(const std::string& path, uint32_t reader_thread) override;
+  bool OnOpen(const std::string& path, Opener opener) override;
   // One pass of the prefetcher (the thread runs one every few ms): handles a dropped plan, or
   // generates the next epoch if due, queues and withdraws copies. True if it did any of that.
   // Not while the thread runs.

@@ -198,7 +198,7 @@ class PlanRuntimeTest : public ::testing::Test {
 
   // What the FUSE open does: tell the plan, then look the copy up (a use for eviction).
   void ReaderOpens(const std::string& path) {
-    runtime_->OnOpen(path, 0);
+    runtime_->OnOpen(path, Opener{});
     store_->Find(path);
   }
 
@@ -443,8 +443,8 @@ TEST_F(PlanRuntimeTest, AutoAdoptsTheInferredPlanWithCursorsWhereTheReadersAre) 
   }
   size_t opened = 0;
   for (; opened < 300 && !runtime_->Active(); ++opened) {
-    runtime_->OnOpen(r0[opened], 101);
-    runtime_->OnOpen(r1[opened], 102);
+    runtime_->OnOpen(r0[opened], Opener{101});
+    runtime_->OnOpen(r1[opened], Opener{102});
     if (opened % 4 == 3) usleep(20000);  // the watcher's thread searches meanwhile
   }
   ASSERT_TRUE(WaitActive()) << runtime_->StatusJson().dump();
@@ -460,13 +460,13 @@ TEST_F(PlanRuntimeTest, AutoAdoptsTheInferredPlanWithCursorsWhereTheReadersAre) 
   // The rest of the epoch follows the plan; then epoch 1 of a job that never calls set_epoch
   // repeats epoch 0's order: the plan is dropped and the same seed is found again.
   for (size_t i = opened; i < r0.size(); ++i) {
-    EXPECT_TRUE(runtime_->OnOpen(r0[i], 101)) << i;
-    EXPECT_TRUE(runtime_->OnOpen(r1[i], 102)) << i;
+    EXPECT_TRUE(runtime_->OnOpen(r0[i], Opener{101})) << i;
+    EXPECT_TRUE(runtime_->OnOpen(r1[i], Opener{102})) << i;
   }
   EXPECT_EQ(tracker->StatusJson()["mismatches"], 0u);
   for (size_t i = 0; i < r0.size() && !tracker->dropped(); ++i) {
-    runtime_->OnOpen(r0[i], 101);
-    runtime_->OnOpen(r1[i], 102);
+    runtime_->OnOpen(r0[i], Opener{101});
+    runtime_->OnOpen(r1[i], Opener{102});
     opened = i + 1;
   }
   ASSERT_TRUE(tracker->dropped());
@@ -475,8 +475,8 @@ TEST_F(PlanRuntimeTest, AutoAdoptsTheInferredPlanWithCursorsWhereTheReadersAre) 
   runtime_->RunPass();  // handles the drop: the watcher searches again
   EXPECT_FALSE(runtime_->Active());
   for (size_t i = opened; i < 300 && !runtime_->Active(); ++i) {
-    runtime_->OnOpen(r0[i], 101);
-    runtime_->OnOpen(r1[i], 102);
+    runtime_->OnOpen(r0[i], Opener{101});
+    runtime_->OnOpen(r1[i], Opener{102});
     opened = i + 1;
     if (i % 4 == 3) usleep(20000);
   }
@@ -484,8 +484,8 @@ TEST_F(PlanRuntimeTest, AutoAdoptsTheInferredPlanWithCursorsWhereTheReadersAre) 
   EXPECT_EQ(runtime_->StatusJson()["spec"], spec + ",set_epoch=0");
   // Opens that reached the watcher after its trace was handed over are holes the tracker skips.
   for (size_t i = opened; i < r0.size(); ++i) {
-    EXPECT_TRUE(runtime_->OnOpen(r0[i], 101)) << i;
-    EXPECT_TRUE(runtime_->OnOpen(r1[i], 102)) << i;
+    EXPECT_TRUE(runtime_->OnOpen(r0[i], Opener{101})) << i;
+    EXPECT_TRUE(runtime_->OnOpen(r1[i], Opener{102})) << i;
   }
 }
 

@@ -181,7 +181,8 @@ bool PlanTracker::Finished() {
   return true;
 }
 
-bool PlanTracker::OnOpen(const std::string& path, uint32_t reader_thread) {
+bool PlanTracker::OnOpen(const std::string& path, Opener opener) {
+  if (config_.uid != Opener::kNoUid && opener.uid != config_.uid) return false;
   auto it = index_->find(std::string_view(path));
   if (it == index_->end()) return false;  // not a dataset file: unplanned, ignored
   std::lock_guard<std::mutex> lock(mu_);
@@ -194,7 +195,7 @@ bool PlanTracker::OnOpen(const std::string& path, uint32_t reader_thread) {
   recent_mismatches_ -= recent_[recent_next_];
   recent_[recent_next_] = miss;
   recent_file_[recent_next_] = it->second;
-  recent_thread_[recent_next_] = reader_thread;
+  recent_thread_[recent_next_] = opener.thread;
   recent_next_ = (recent_next_ + 1) % recent_.size();
   if (dataset_opens_ >= recent_.size() && recent_mismatches_ * 2 > recent_.size()) {
     DropLocked("the reader does not follow the plan: " + std::to_string(recent_mismatches_) +
@@ -361,6 +362,7 @@ nlohmann::json PlanTracker::StatusJson() {
   j["dataset_opens"] = dataset_opens_;
   j["prefetched_files"] = prefetched_files_;
   j["window"] = config_.window;
+  j["uid"] = config_.uid == Opener::kNoUid ? nlohmann::json() : nlohmann::json(config_.uid);
   j["files"] = num_files_;
   return j;
 }

@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/plan_policy.h"
+#include "fs/open_observer.h"
 #include "planner/base/status.h"
 #include "planner/layout.h"
 #include "planner/plan.h"
@@ -54,6 +55,9 @@ struct PlanTrackerConfig {
   std::string backing_root;    // absolute
   uint64_t window = 256;       // positions of reordering tolerated per rank
   uint64_t mismatch_min = 32;  // smallest mismatch window (opens)
+  // Whose opens the plan follows (--plan-uid): Opener::kNoUid, everyone's; else only that user's
+  // (another user's opens move no cursor and count no mismatch: they cannot steer or drop it).
+  uint32_t uid = Opener::kNoUid;
 };
 
 // The one place a plan's text becomes a config: a mount's --plan/--layout/--layout-root and a
@@ -80,9 +84,10 @@ class PlanTracker final : public PlanOracle {
       const PlanTrackerConfig& config, std::shared_ptr<const Layout> layout = nullptr,
       std::shared_ptr<const PathIndex> index = nullptr);
 
-  // Records an open of `path` (relative to the backing root). Returns true if the path is a file
-  // of the active plan (the prefetcher, not read-through, stages it).
-  bool OnOpen(const std::string& path, uint32_t reader_thread = 0);
+  // Records an open of `path` (relative to the backing root) by `opener`. Returns true if the
+  // path is a file of the active plan and the opener one it follows (the prefetcher, not
+  // read-through, stages it).
+  bool OnOpen(const std::string& path, Opener opener = {});
 
   // PlanOracle.
   bool PlanActive() override;

@@ -25,13 +25,14 @@ void MakeDataset(const TempDir& dir, int n) {
 }
 
 std::shared_ptr<PlanTracker> MakeTracker(const TempDir& dir, const std::string& spec,
-                                         uint64_t window = 16) {
+                                         uint64_t window = 16, uint32_t uid = Opener::kNoUid) {
   auto parsed = ParsePlanTrackerConfig(spec, "imagefolder", "");
   EXPECT_TRUE(parsed.ok()) << parsed.status().message();
   if (!parsed.ok()) return nullptr;
   PlanTrackerConfig config = *parsed;
   config.backing_root = dir.path();
   config.window = window;
+  config.uid = uid;
   auto t = PlanTracker::Create(config);
   EXPECT_TRUE(t.ok()) << t.status().message();
   return t.ok() ? *t : nullptr;
@@ -134,6 +135,35 @@ TEST(PlanTrackerTest, AWrongSeedIsDetectedWithinTwoPercentOfAnEpoch) {
   // After the drop the tracker claims nothing: read-through takes over.
   EXPECT_FALSE(t->OnOpen(wrong[opens]));
   EXPECT_TRUE(t->Upcoming(10).empty());
+}
+
+// --plan-uid: a plan bound to one user follows only their opens. Another user reading another
+// order (which drops an unbound plan within 2% of an epoch) moves no cursor and counts nothing.
+TEST(PlanTrackerTest, APlanBoundToAUserIgnoresEveryOtherUsersOpens) {
+  TempDir dir;
+  MakeDataset(dir, 3000);
+  const std::string spec = "torch-distributed:seed=42,world=1";
+  auto t = MakeTracker(dir, spec, 64, /*uid=*/1000);
+  auto right = PlannedPaths(t.get(), spec, 0, 0);
+  auto theirs = PlannedPaths(t.get(), "torch-distributed:seed=43,world=1", 0, 0);
+  for (size_t i = 0; i < 1000; ++i) {
+    EXPECT_FALSE(t->OnOpen(theirs[i], Opener{77, 1001})) << i;
+    EXPECT_FALSE(t->OnOpen(theirs[i], Opener{78})) << i;  // no uid known: not the user's either
+    if (i < 500) {
+      EXPECT_TRUE(t->OnOpen(right[i], Opener{5, 1000})) << i;
+    }
+  }
+  EXPECT_TRUE(t->PlanActive());
+  EXPECT_EQ(t->Cursor(0).second, 500u);
+  auto status = t->StatusJson();
+  EXPECT_EQ(status["mismatches"], 0u);
+  EXPECT_EQ(status["dataset_opens"], 500u);
+  EXPECT_EQ(status["uid"], 1000u);
+  // The same opens of the other order from the user it follows drop it.
+  size_t opens = 0;
+  while (opens < theirs.size() && t->PlanActive()) t->OnOpen(theirs[opens++], Opener{5, 1000});
+  EXPECT_FALSE(t->PlanActive());
+  EXPECT_TRUE(MakeTracker(dir, spec)->StatusJson()["uid"].is_null());
 }
 
 TEST(PlanTrackerTest, TheRightSeedIsNotDropped) {

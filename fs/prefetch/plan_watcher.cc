@@ -100,7 +100,8 @@ void PlanWatcher::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void PlanWatcher::Observe(const std::string& path, uint32_t tid) {
+void PlanWatcher::Observe(const std::string& path, Opener opener) {
+  if (config_.uid != Opener::kNoUid && opener.uid != config_.uid) return;
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -111,7 +112,7 @@ void PlanWatcher::Observe(const std::string& path, uint32_t tid) {
       return;
     }
     first = pending_.empty();
-    pending_.push_back(Pending{path, tid});
+    pending_.push_back(Pending{path, opener});
   }
   // The thread takes the whole queue when it wakes: one wake-up per batch, not per open.
   if (first) cv_.notify_one();
@@ -123,20 +124,22 @@ void PlanWatcher::Resume(std::vector<std::pair<std::string, uint32_t>> unexplain
     resume_ = true;
     state_ = State::kWaiting;  // from now on opens are queued again (Observe)
     resume_opens_.clear();
-    for (auto& [path, tid] : unexplained) resume_opens_.push_back(Pending{std::move(path), tid});
+    for (auto& [path, tid] : unexplained) {
+      resume_opens_.push_back(Pending{std::move(path), Opener{tid, config_.uid}});
+    }
   }
   cv_.notify_one();
 }
 
-std::vector<std::pair<std::string, uint32_t>> PlanWatcher::TakePending() {
+std::vector<std::pair<std::string, Opener>> PlanWatcher::TakePending() {
   std::vector<Pending> taken;
   {
     std::lock_guard<std::mutex> lock(mu_);
     taken.swap(pending_);
   }
-  std::vector<std::pair<std::string, uint32_t>> out;
+  std::vector<std::pair<std::string, Opener>> out;
   out.reserve(taken.size());
-  for (Pending& p : taken) out.emplace_back(std::move(p.path), p.tid);
+  for (Pending& p : taken) out.emplace_back(std::move(p.path), p.opener);
   return out;
 }
 
@@ -205,7 +208,7 @@ bool PlanWatcher::Step() {
     if (!layout_ && !EnsureLayout(p.path)) continue;
     auto it = index_->find(std::string_view(p.path));
     if (it == index_->end()) continue;  // not a sample of the dataset
-    Add(it->second, reader_processes_.ReaderOf(p.tid));
+    Add(it->second, reader_processes_.ReaderOf(p.opener.thread));
   }
   MaybeSearch();
   return !batch.empty() || resume;
@@ -404,6 +407,7 @@ void PlanWatcher::MaybeSearch() {
   }
   plan.config.backing_root = config_.backing_root;
   plan.config.window = config_.window;
+  plan.config.uid = config_.uid;
   plan.layout = layout_;
   plan.index = index_;
   plan.replay.reserve(trace_.size());
@@ -435,6 +439,7 @@ nlohmann::json PlanWatcher::StatusJson() {
   j["opens_seen"] = opens_seen_;
   j["trace_opens"] = trace_size_;
   j["readers"] = readers_;
+  j["uid"] = config_.uid == Opener::kNoUid ? nlohmann::json() : nlohmann::json(config_.uid);
   j["searches"] = searches_;
   j["search_cpu_seconds"] = search_seconds_;
   j["last_outcome"] = last_outcome_;

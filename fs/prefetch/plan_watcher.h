@@ -62,6 +62,9 @@ struct PlanWatcherConfig {
   InferenceOptions inference;  // the search space and threshold (its `threads` is ignored)
   // Threads a search runs on, all at SCHED_IDLE; 0: the CPUs the daemon may run on, at most 8.
   uint32_t search_threads = 0;
+  // Whose opens are watched (--plan-uid): Opener::kNoUid, everyone's; else only that user's, and
+  // the adopted plan follows only theirs (PlanTrackerConfig::uid).
+  uint32_t uid = Opener::kNoUid;
   size_t max_trace = 1 << 20;    // opens kept per epoch's trace
   size_t max_pending = 1 << 16;  // opens queued for the thread (beyond: counted, dropped)
   std::string proc_root = "/proc";
@@ -88,14 +91,15 @@ class PlanWatcher {
   void Start();
   void Stop();  // idempotent; the destructor calls it
 
-  // An open of `path` (relative to the backing root) by thread `tid`.
-  void Observe(const std::string& path, uint32_t tid);
+  // An open of `path` (relative to the backing root) by `opener` (ignored unless config.uid is
+  // kNoUid or the opener's).
+  void Observe(const std::string& path, Opener opener);
   // The adopted plan was dropped: search again, from `unexplained` (paths and threads, oldest
   // first: the opens the plan could not explain), then from the next epoch's start.
   void Resume(std::vector<std::pair<std::string, uint32_t>> unexplained);
   // Takes the opens queued since the thread last looked (paths and threads, oldest first): the
   // runtime replays them into an adopted plan's tracker, which the search kept waiting.
-  std::vector<std::pair<std::string, uint32_t>> TakePending();
+  std::vector<std::pair<std::string, Opener>> TakePending();
   // The thread's work on what is queued (tests call it with the thread not started). True if it
   // did anything.
   bool Step();
@@ -109,7 +113,7 @@ class PlanWatcher {
   static const char* StateName(State state);
   struct Pending {
     std::string path;
-    uint32_t tid;
+    Opener opener;
   };
   void Loop();
   // Builds the layout from the first opened path (thread only). False if none could be built.

@@ -45,8 +45,9 @@ class PlanWatcherTest : public ::testing::Test {
     layout_ = std::move(*layout);
   }
 
-  void StartWatcher() {
+  void StartWatcher(uint32_t uid = Opener::kNoUid) {
     PlanWatcherConfig config;
+    config.uid = uid;
     config.backing_root = backing_;
     config.window = 16;
     config.inference.max_seed_plus_epoch = 1 << 12;  // keeps each search well under a second
@@ -74,11 +75,11 @@ class PlanWatcherTest : public ::testing::Test {
   // watcher every 8 opens, until it adopts or `count` opens per rank were fed. Returns the fed
   // paths.
   std::vector<std::string> Feed(const std::vector<std::vector<std::string>>& ranks, size_t from,
-                                size_t count) {
+                                size_t count, uint32_t uid = Opener::kNoUid) {
     std::vector<std::string> fed;
     for (size_t i = from; i < from + count && adopted_.size() == adopted_before_; ++i) {
       for (size_t r = 0; r < ranks.size(); ++r) {
-        watcher_->Observe(ranks[r][i], static_cast<uint32_t>(4000000 + r));
+        watcher_->Observe(ranks[r][i], Opener{static_cast<uint32_t>(4000000 + r), uid});
         fed.push_back(ranks[r][i]);
       }
       if (fed.size() % 8 == 0) watcher_->Step();
@@ -101,7 +102,7 @@ TEST_F(PlanWatcherTest, AdoptsTheDistributedPlanOfTwoInterleavedRanksAndHandsOve
   const std::string spec = "torch-distributed:seed=1234,world=4";
   std::vector<std::vector<std::string>> ranks = {RankPaths(spec, 0, 2), RankPaths(spec, 0, 3)};
   // Opens of files outside the dataset are ignored.
-  watcher_->Observe("README.txt", 4000000);
+  watcher_->Observe("README.txt", Opener{4000000});
   std::vector<std::string> fed = Feed(ranks, 0, 200);
   ASSERT_EQ(adopted_.size(), 1u) << watcher_->StatusJson().dump();
   const InferredPlan& plan = adopted_[0];
@@ -118,8 +119,35 @@ TEST_F(PlanWatcherTest, AdoptsTheDistributedPlanOfTwoInterleavedRanksAndHandsOve
   EXPECT_NE(status["summary"].get<std::string>().find("set_epoch continues it"), std::string::npos)
       << status.dump();
   // Once adopted, opens are not queued any more.
-  watcher_->Observe(ranks[0][150], 4000000);
+  watcher_->Observe(ranks[0][150], Opener{4000000});
   EXPECT_FALSE(watcher_->Step());
+}
+
+// --plan-uid: a watcher bound to one user sees only their opens; another user's opens of another
+// plan's order, interleaved with theirs, neither steer the search nor slow it down, and the
+// adopted plan follows that user only.
+TEST_F(PlanWatcherTest, BoundToAUserItSeesOnlyThatUsersOpens) {
+  MakeDataset("");
+  StartWatcher(/*uid=*/1000);
+  const std::string spec = "torch-distributed:seed=99,world=2";
+  std::vector<std::string> mine = RankPaths(spec, 0, 1);
+  std::vector<std::string> theirs = RankPaths("torch-distributed:seed=1500,world=1", 0, 0);
+  for (size_t i = 0; i < 200 && adopted_.empty(); ++i) {
+    // The other user first, and four times as fast.
+    for (size_t k = 0; k < 4; ++k) watcher_->Observe(theirs[4 * i + k], Opener{9000, 1001});
+    watcher_->Observe(mine[i], Opener{4000000, 1000});
+    if (i % 4 == 3) watcher_->Step();
+  }
+  watcher_->Step();
+  ASSERT_EQ(adopted_.size(), 1u) << watcher_->StatusJson().dump();
+  EXPECT_EQ(adopted_[0].config.spec.text, "torch-distributed:seed=99,world=2,ranks=1-1");
+  EXPECT_EQ(adopted_[0].config.uid, 1000u);
+  for (const std::string& path : adopted_[0].replay) {
+    EXPECT_NE(std::find(mine.begin(), mine.end(), path), mine.end()) << path;
+  }
+  nlohmann::json status = watcher_->StatusJson();
+  EXPECT_EQ(status["readers"], 1u);
+  EXPECT_EQ(status["uid"], 1000u);
 }
 
 TEST_F(PlanWatcherTest, TheLayoutRootIsInferredFromTheOpenedPaths) {
@@ -201,7 +229,7 @@ TEST_F(PlanWatcherTest, StopEndsASearchUnderWayAtOnce) {
   for (uint64_t i = 0; i < layout_.size(); ++i) order.push_back(layout_.path(i));
   std::mt19937_64 rng(3);
   std::shuffle(order.begin(), order.end(), rng);
-  for (int i = 0; i < 64; ++i) watcher.Observe(order[i], 4000000);
+  for (int i = 0; i < 64; ++i) watcher.Observe(order[i], Opener{4000000});
   // Until the first search has begun (it holds no plan: it runs through the whole space).
   for (int i = 0; i < 500 && watcher.StatusJson()["trace_opens"] == 0u; ++i) usleep(10000);
   usleep(300000);
