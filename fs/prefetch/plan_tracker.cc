@@ -56,15 +56,13 @@ Result<std::shared_ptr<PlanTracker>> PlanTracker::Create(const PlanTrackerConfig
     t->num_files_ = t->layout_->size();
   }
   if (t->num_files_ >= UINT32_MAX) return Status::Error(EOVERFLOW, "too many files for a plan");
-  if (index != nullptr && layout_given && t->list_paths_ == nullptr) {
-    t->index_ = std::move(index);  // over the same layout's strings
+  if (t->list_paths_ == nullptr) {
+    // The caller's index is over the same layout's strings.
+    t->index_ = index != nullptr && layout_given ? std::move(index) : BuildPathIndex(*t->layout_);
   } else {
-    auto built = std::make_shared<PathIndex>();
+    auto built = std::make_shared<PathIndex>();  // over the list's own strings
     built->reserve(t->num_files_);
-    for (uint64_t f = 0; f < t->num_files_; ++f) {
-      built->emplace(std::string_view(t->PathOf(static_cast<uint32_t>(f))),
-                     static_cast<uint32_t>(f));
-    }
+    for (uint32_t f = 0; f < t->num_files_; ++f) built->emplace((*t->list_paths_)[f], f);
     t->index_ = std::move(built);
   }
 
