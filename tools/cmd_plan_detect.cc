@@ -1,21 +1,26 @@
-// `clairfs plan detect --backing DIR [--layout L] [--layout-root D] --trace FILE [--json]`: which
-// plan a recorded list of opens follows (planner/inference; docs/PLANNER.md, "Plan inference").
+// `clairfs plan detect --backing DIR [--layout L] [--layout-root D] (--trace FILE | --darshan
+// LOG...) [--json]`: which plan a recorded list of opens follows (planner/inference;
+// docs/PLANNER.md, "Plan inference").
 //
 // The trace is one opened path per line, relative to the backing root or to the layout root (or
 // absolute under the backing root), as escaped names (planner/base/name_escape.h, what `plan
 // show` prints); with a leading pid column ("PID PATH" on every line) each pid is one reader.
 // Empty lines and lines starting with '#' are skipped; paths outside the dataset are counted and
-// ignored. `--trace -` reads stdin.
+// ignored. `--trace -` reads stdin. Absolute paths match by their trailing components.
+// `--darshan` takes Darshan logs' DXT_POSIX traces instead (ReadDarshanTrace).
 //
 // Contract: reads the backing tree (to build the layout) and the trace, never anything else.
 // Exit codes: 0 a plan was adopted (spec, epoch and rank printed); 1 none was (the reason
 // printed), or the tree or trace could not be read; 2 bad arguments.
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +29,7 @@
 
 #include "planner/base/log.h"
 #include "planner/base/name_escape.h"
+#include "planner/darshan/darshan_reader.h"
 #include "planner/file_tree.h"
 #include "planner/inference/plan_inference.h"
 #include "planner/layout.h"
@@ -40,6 +46,7 @@ struct PlanDetectOptions {
   std::string layout = "imagefolder";
   std::string layout_root;
   std::string trace;
+  std::vector<std::string> darshan;  // --darshan LOG...: DXT_POSIX traces instead of --trace
   uint64_t window = 256;
   uint64_t max_world = 1024;
   uint64_t max_seed = uint64_t{1} << 20;
@@ -52,6 +59,45 @@ struct Trace {
   uint64_t lines = 0;
   uint64_t not_in_dataset = 0;
   bool pids = false;
+};
+
+// Maps a traced path to its sample: relative to the backing root or the layout root, or absolute.
+// An absolute path is matched by its trailing components (the job may have read the dataset
+// through a mount point, not the backing root): the longest suffix that is a dataset path.
+class PathMatcher {
+ public:
+  PathMatcher(const Layout& layout, const std::string& backing, const std::string& layout_root)
+      : layout_root_(layout_root) {
+    index_of_.reserve(layout.size() * 2);
+    for (uint64_t i = 0; i < layout.size(); ++i) index_of_.emplace(layout.path(i), i);
+    backing_prefix_ = backing;
+    while (backing_prefix_.size() > 1 && backing_prefix_.back() == '/') backing_prefix_.pop_back();
+    backing_prefix_ += '/';
+  }
+
+  std::optional<uint64_t> Find(std::string p) const {
+    if (p.compare(0, backing_prefix_.size(), backing_prefix_) == 0)
+      p.erase(0, backing_prefix_.size());
+    if (auto found = Relative(p)) return found;
+    if (p.empty() || p[0] != '/') return std::nullopt;
+    for (size_t slash = p.find('/', 1); slash != std::string::npos;
+         slash = p.find('/', slash + 1)) {
+      if (auto found = Relative(p.substr(slash + 1))) return found;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<uint64_t> Relative(const std::string& p) const {
+    auto it = index_of_.find(p);
+    if (it == index_of_.end() && !layout_root_.empty()) it = index_of_.find(layout_root_ + "/" + p);
+    if (it == index_of_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  std::string layout_root_;
+  std::string backing_prefix_;
+  std::unordered_map<std::string, uint64_t> index_of_;
 };
 
 bool IsPidLine(const std::string& line) {
@@ -91,12 +137,7 @@ Result<Trace> ReadTrace(const PlanDetectOptions& options, const Layout& layout,
       break;
     }
   }
-  std::unordered_map<std::string, uint64_t> index_of;
-  index_of.reserve(layout.size() * 2);
-  for (uint64_t i = 0; i < layout.size(); ++i) index_of.emplace(layout.path(i), i);
-  std::string backing_prefix = options.backing;
-  while (backing_prefix.size() > 1 && backing_prefix.back() == '/') backing_prefix.pop_back();
-  backing_prefix += '/';
+  const PathMatcher matcher(layout, options.backing, layout_root);
 
   for (size_t n = 0; n < lines.size(); ++n) {
     const std::string& l = lines[n];
@@ -115,15 +156,72 @@ Result<Trace> ReadTrace(const PlanDetectOptions& options, const Layout& layout,
       if (why.size() > 160) why = why.substr(0, 160) + "...";
       return Status::Invalid(options.trace + ":" + std::to_string(n + 1) + ": " + why);
     }
-    std::string p = std::move(*name);
-    if (p.compare(0, backing_prefix.size(), backing_prefix) == 0) p.erase(0, backing_prefix.size());
-    auto it = index_of.find(p);
-    if (it == index_of.end() && !layout_root.empty()) it = index_of.find(layout_root + "/" + p);
-    if (it == index_of.end()) {
+    auto index = matcher.Find(std::move(*name));
+    if (!index) {
       ++trace.not_in_dataset;
       continue;
     }
-    trace.observations.push_back({it->second, pid});
+    trace.observations.push_back({*index, pid});
+  }
+  return trace;
+}
+
+// The trace in Darshan logs' DXT_POSIX records (the job run with DXT_ENABLE_IO_TRACE=1): each
+// file's first read by each (log, rank) is an open, ordered by time across the logs (each log's
+// times are offsets from its job's start). A reader is one rank of one log: a non-MPI job's
+// processes, DataLoader workers included, each write their own log, and several readers may
+// share a rank.
+Result<Trace> ReadDarshanTrace(const PlanDetectOptions& options, const Layout& layout,
+                               const std::string& layout_root) {
+  struct Event {
+    double time;
+    uint64_t reader;
+    std::string name;
+  };
+  std::vector<Event> events;
+  std::vector<darshan::DarshanLog> logs;
+  for (const std::string& path : options.darshan) {
+    auto log = darshan::ReadDarshanLogFile(path);
+    if (!log.ok()) return log.status().WithContext(path);
+    if (log->dxt_posix.empty()) {
+      return Status::Error(ENODATA, path +
+                                        ": no DXT_POSIX traces in this log (run the job with "
+                                        "Darshan's DXT_ENABLE_IO_TRACE=1 to record them)");
+    }
+    logs.push_back(std::move(*log));
+  }
+  int64_t first_start = INT64_MAX;
+  for (const darshan::DarshanLog& log : logs) {
+    first_start = std::min(first_start, log.job.start_time_sec);
+  }
+  for (size_t l = 0; l < logs.size(); ++l) {
+    const darshan::DarshanLog& log = logs[l];
+    const double start = static_cast<double>(log.job.start_time_sec - first_start) +
+                         static_cast<double>(log.job.start_time_nsec) * 1e-9;
+    for (const darshan::DxtRecord& record : log.dxt_posix) {
+      if (record.reads.empty()) continue;
+      const std::string* name = log.FindName(record.id);
+      if (name == nullptr) continue;
+      double first = record.reads.front().start_time;
+      for (const darshan::DxtSegment& read : record.reads) first = std::min(first, read.start_time);
+      const uint64_t reader = (static_cast<uint64_t>(l + 1) << 32) |
+                              static_cast<uint32_t>(static_cast<int32_t>(record.rank));
+      events.push_back({start + first, reader, *name});
+    }
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.time < b.time; });
+  const PathMatcher matcher(layout, options.backing, layout_root);
+  Trace trace;
+  trace.lines = events.size();
+  trace.pids = true;
+  for (Event& e : events) {
+    auto index = matcher.Find(std::move(e.name));
+    if (!index) {
+      ++trace.not_in_dataset;
+      continue;
+    }
+    trace.observations.push_back({*index, e.reader});
   }
   return trace;
 }
@@ -133,7 +231,8 @@ int RunPlanDetect(const PlanDetectOptions& options) {
   if (!layout_spec.ok()) return Fail(kCommand, layout_spec.status());
   auto layout = BuildLayout(PosixFileTreeInstance(), options.backing, *layout_spec);
   if (!layout.ok()) return Fail(kCommand, layout.status());
-  auto trace = ReadTrace(options, *layout, layout_spec->root);
+  auto trace = options.darshan.empty() ? ReadTrace(options, *layout, layout_spec->root)
+                                       : ReadDarshanTrace(options, *layout, layout_spec->root);
   if (!trace.ok()) return Fail(kCommand, trace.status());
 
   InferenceOptions search;
@@ -237,7 +336,11 @@ void RegisterPlanDetect(CLI::App* plan) {
       "root (or absolute under the backing root), as escaped names; with a leading pid column\n"
       "('PID PATH' on every line) each pid is one reader, i.e. one rank (map DataLoader\n"
       "workers to their rank's process). It must start at an epoch's start. '#' lines and\n"
-      "paths outside the dataset are skipped; --trace - reads stdin.\n\n"
+      "paths outside the dataset are skipped; --trace - reads stdin. An absolute path is\n"
+      "matched by its trailing components (a trace taken through a mount point works).\n"
+      "Instead of --trace, --darshan takes Darshan logs with DXT_POSIX traces (the job run\n"
+      "with DXT_ENABLE_IO_TRACE=1): each file's first read by each rank of each log is an\n"
+      "open, in time order; a rank of a log is a reader.\n\n"
       "Candidates: torch-distributed (shuffle on) with seed + epoch below --max-seed or a\n"
       "popular seed plus up to 127 epochs, world 1..--max-world, any rank (only seed + epoch is\n"
       "visible: the spec is printed with that as the seed, epoch 0); torch-random, numpy and\n"
@@ -260,9 +363,19 @@ void RegisterPlanDetect(CLI::App* plan) {
       ->add_option("--layout-root", options->layout_root,
                    "Dataset directory below the backing root (e.g. train)")
       ->type_name("SUBDIR");
-  detect->add_option("--trace", options->trace, "The opened paths, one per line ('-': stdin)")
-      ->type_name("FILE")
-      ->required();
+  CLI::Option* trace =
+      detect->add_option("--trace", options->trace, "The opened paths, one per line ('-': stdin)")
+          ->type_name("FILE");
+  CLI::Option* darshan =
+      detect
+          ->add_option("--darshan", options->darshan,
+                       "Darshan logs whose DXT_POSIX traces are the trace (one per process of a "
+                       "non-MPI job; all from one job)")
+          ->type_name("LOG")
+          ->expected(1, -1)
+          ->excludes(trace);
+  trace->excludes(darshan);
+
   detect
       ->add_option("--window", options->window,
                    "Steps a reader's opens may run ahead of its furthest step (default 256: "
@@ -286,7 +399,13 @@ void RegisterPlanDetect(CLI::App* plan) {
   detect->add_flag("--json", options->json,
                    "Print one JSON object: adopted, outcome, reason, plan, epoch, rank, world, "
                    "readers, the evidence and the search's cost");
-  detect->callback([options] { SetExitCode(RunPlanDetect(*options)); });
+  detect->callback([options] {
+    if (options->trace.empty() && options->darshan.empty()) {
+      SetExitCode(UsageError(kCommand, "--trace FILE or --darshan LOG... is needed"));
+      return;
+    }
+    SetExitCode(RunPlanDetect(*options));
+  });
 }
 
 }  // namespace clairfs::cli

@@ -2,12 +2,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "planner/darshan/darshan_writer.h"
 #include "tests/test_util.h"
 
 namespace clairfs {
@@ -220,6 +222,70 @@ TEST_F(PlanDetectCli, PidColumnGroupsReadersIntoRanks) {
   EXPECT_EQ(parsed["readers"][0]["reader"], 700);
   EXPECT_EQ(parsed["readers"][0]["rank"], 0);
   EXPECT_EQ(parsed["readers"][1]["rank"], 3);
+}
+
+// Darshan DXT_POSIX traces as the trace: a non-MPI job's two processes (ranks 0 and 1 of world
+// 2), one log each (rank 0 in both), started 1 s apart, that read the dataset through a mount
+// point (/datasets/x), not the backing root; each file read in two segments.
+TEST_F(PlanDetectCli, ReadsTheTraceFromDarshanDxtLogsOfTheJobsProcesses) {
+  std::vector<std::string> logs;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> paths = Show("torch-distributed:seed=300,world=2", 4, rank, 60);
+    darshan::JobDescription job;
+    job.start_time_sec = 1700000000 + rank;
+    job.end_time_sec = job.start_time_sec + 10;
+    job.exe = "python3 train.py";
+    job.mounts.push_back({"fuse.clairfs", "/datasets"});
+    std::vector<darshan::FileCounters> files;
+    for (const std::string& path : paths) {
+      files.push_back({"/datasets/x/" + path, 0, {{"POSIX_OPENS", 1}, {"POSIX_READS", 2}}, {}});
+    }
+    auto log = darshan::BuildPosixLog(job, files);
+    ASSERT_TRUE(log.ok()) << log.status().message();
+    std::map<std::string, uint64_t> id_of;
+    for (const auto& [id, name] : log->names) id_of[name] = id;
+    // Records in another order than the reads: the times decide.
+    for (size_t i = paths.size(); i-- > 0;) {
+      darshan::DxtRecord record;
+      record.id = id_of.at("/datasets/x/" + paths[i]);
+      record.rank = 0;
+      record.hostname = "node1";
+      const double t = 0.01 * static_cast<double>(i) - rank;  // both ranks in step
+      record.reads.push_back({0, 4096, t, t + 0.001, 0});
+      record.reads.push_back({4096, 4096, t + 0.002, t + 0.003, 0});
+      log->dxt_posix.push_back(record);
+    }
+    logs.push_back(dir_ / ("rank" + std::to_string(rank) + ".darshan"));
+    ASSERT_TRUE(darshan::WriteDarshanLogFile(logs.back(), *log).ok());
+  }
+  std::vector<std::string> argv = {
+      ClairfsBin(), "plan",  "detect",      "--backing", dir_ / "ds", "--layout", "list:" + list(),
+      "--max-seed", "4096",  "--max-world", "16",        "--window",  "16",       "--json",
+      "--darshan",  logs[0], logs[1]};
+  CommandResult found = testing::Run(argv);
+  ASSERT_EQ(found.exit_code, 0) << found.out << found.err;
+  auto parsed = nlohmann::json::parse(found.out);
+  EXPECT_EQ(parsed["plan"], "torch-distributed:seed=304,world=2");
+  EXPECT_EQ(parsed["readers"].size(), 2u);
+  EXPECT_EQ(parsed["not_in_dataset"], 0u);
+  EXPECT_EQ(parsed["trace_lines"], 120u);
+  // A log without DXT traces says how to get them; --trace and --darshan exclude each other.
+  darshan::JobDescription job;
+  job.mounts.push_back({"fuse.clairfs", "/datasets"});
+  auto plain = darshan::BuildPosixLog(job, {{"/datasets/x/c/1.jpg", 0, {{"POSIX_OPENS", 1}}, {}}});
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE(darshan::WriteDarshanLogFile(dir_ / "plain.darshan", *plain).ok());
+  CommandResult none =
+      testing::Run({ClairfsBin(), "plan", "detect", "--backing", dir_ / "ds", "--layout",
+                    "list:" + list(), "--darshan", dir_ / "plain.darshan"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("DXT_ENABLE_IO_TRACE=1"), std::string::npos) << none.err;
+  CommandResult both = testing::Run({ClairfsBin(), "plan", "detect", "--backing", dir_ / "ds",
+                                     "--trace", dir_ / "t.txt", "--darshan", logs[0]});
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  CommandResult neither = testing::Run({ClairfsBin(), "plan", "detect", "--backing", dir_ / "ds"});
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_NE(neither.err.find("--trace FILE or --darshan"), std::string::npos) << neither.err;
 }
 
 TEST_F(PlanDetectCli, NoPlanExitCodesAndUsage) {
