@@ -164,26 +164,44 @@ Result<bool> FileSystem::Revalidate(ManifestNode* node, bool in_getattr) {
       node->path.c_str(), node->attr.identity().ToString().c_str(),
       fresh.identity().ToString().c_str());
   if (fresh.is_link()) fresh.link_target = node->attr.link_target;
+  const uint64_t ino = node->attr.ino;
+  // From the manifest's update until the kernel is told, an open that reads the fresh attributes
+  // finds no change, yet the kernel still holds the old size and pages: such opens invalidate
+  // too (BeginDueInvalidation).
+  BeginInvalidation(ino);
   node->attr = fresh;
   Status up = manifest_->Update(*node);
   if (!up.ok()) Log(LogLevel::kWarn, "manifest update failed: %s", up.message().c_str());
   if (store_->Contains(node->path)) (void)store_->Evict(node->path, /*force=*/true);
-  if (in_getattr) {
-    // The reply carries the fresh attributes; an invalidation sent now would make the kernel
-    // discard them (it bumps the attribute version). The pages go at the next open instead.
-    std::lock_guard<std::mutex> lock(pages_mu_);
-    if (pages_to_drop_.size() < kMaxPagesToDrop) {
-      pages_to_drop_.insert(node->attr.ino);
-      return true;
-    }
-  }
-  if (notifier_ != nullptr) notifier_->InvalidateInode(node->attr.ino);
+  // In a GETATTR, the reply carries the fresh attributes; an invalidation sent now would make
+  // the kernel discard them (it bumps the attribute version). The pages go at the next open.
+  if (in_getattr && EndInvalidation(ino, /*at_next_open=*/true)) return true;
+  if (notifier_ != nullptr) notifier_->InvalidateInode(ino);
+  EndInvalidation(ino, /*at_next_open=*/false);
   return true;
 }
 
-bool FileSystem::TakePagesToDrop(uint64_t ino) {
+void FileSystem::BeginInvalidation(uint64_t ino) {
   std::lock_guard<std::mutex> lock(pages_mu_);
-  return pages_to_drop_.erase(ino) > 0;
+  ++invalidating_[ino];
+}
+
+bool FileSystem::EndInvalidation(uint64_t ino, bool at_next_open) {
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  if (at_next_open) {
+    if (pages_to_drop_.size() >= kMaxPagesToDrop) return false;
+    pages_to_drop_.insert(ino);
+  }
+  auto it = invalidating_.find(ino);
+  if (it != invalidating_.end() && --it->second == 0) invalidating_.erase(it);
+  return true;
+}
+
+bool FileSystem::BeginDueInvalidation(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  const bool due = pages_to_drop_.erase(ino) > 0 || invalidating_.count(ino) > 0;
+  if (due) ++invalidating_[ino];
+  return due;
 }
 
 bool FileSystem::NoteLiveOpen(uint64_t ino, const FileIdentity& identity) {
@@ -277,13 +295,17 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
     }
     if (*changed) {
       result.keep_cache = false;
-    } else if (TakePagesToDrop(ino)) {
+    } else if (BeginDueInvalidation(ino)) {
       // A GETATTR found the change and replied the fresh attributes, but the kernel drops a reply
       // whose attribute version moved on meanwhile and then keeps the old size valid for the
-      // attribute timeout: reads of the new bytes at the old size (docs/RELIABILITY.md, backing
-      // store faults, finding 2). This open drops the pages and the attributes both.
+      // attribute timeout: reads of the new bytes at the old size. Or another open or GETATTR
+      // found a change and updated the manifest, and has not yet told the kernel: answered from
+      // its caches, this open would read the old size and pages (docs/RELIABILITY.md, backing
+      // store faults, finding 2). This open drops the pages and the attributes both, before its
+      // reply.
       result.keep_cache = false;
       if (notifier_ != nullptr) notifier_->InvalidateInode(ino);
+      EndInvalidation(ino, /*at_next_open=*/false);
     }
   }
 

@@ -7,10 +7,13 @@
 // the file for staging when read-through is on; the reader never waits for that copy). With
 // revalidate=open each open also stats the backing file; a change updates the manifest, drops the
 // stale copy, asks the adapter to invalidate the kernel's cached pages and attributes, and the
-// open is answered without keep_cache. Backing files are reached beneath the backing root with no
-// link followed, and a file opened for its bytes must be the listed version: another file under
-// its name is ESTALE for that open, never its bytes (cache/backing_tree.h). Every mutating call
-// answers EROFS; FIFOs, sockets and devices cannot be opened (EPERM).
+// open is answered without keep_cache. An open that finds no change while another thread's
+// invalidation of that file is still under way invalidates too, before its reply: it read the
+// fresh attributes, but the kernel may still hold the old size and pages. Backing files are reached
+// beneath the backing root with no link followed, and a file opened for its bytes must be the
+// listed version: another file under its name is ESTALE for that open, never its bytes
+// (cache/backing_tree.h). Every mutating call answers EROFS; FIFOs, sockets and devices cannot be
+// opened (EPERM).
 //
 // No-open mode (config.no_open, docs/NO-OPEN.md): the kernel sends no OPEN or RELEASE and a READ
 // names only the inode. FileForRead gives the READ a kept file (fs/kept_files.h): the file's first
@@ -227,8 +230,17 @@ class FileSystem {
   // `in_getattr`: the caller answers a GETATTR with the fresh attributes, so the kernel's pages
   // are dropped at the file's next open (pages_to_drop_) rather than by an invalidation now.
   Result<bool> Revalidate(ManifestNode* node, bool in_getattr);
-  // Whether a GETATTR found `ino` changed since its last open (and forgets it).
-  bool TakePagesToDrop(uint64_t ino);
+  // Kernel invalidations of an inode under way. A thread that found a change counts one from
+  // before it updates the manifest until it has told the kernel (or, in a GETATTR, has queued
+  // the pages for the next open: at_next_open; false if the queue is full, nothing ended, and
+  // the caller invalidates now and ends it then).
+  void BeginInvalidation(uint64_t ino);
+  bool EndInvalidation(uint64_t ino, bool at_next_open);
+  // For an open that found no change: whether it must invalidate the inode before its reply,
+  // because a GETATTR found it changed since its last open or the last open of an old version
+  // went (pages_to_drop_, forgotten here), or another thread's invalidation is still under way.
+  // If so, one is counted as begun: the caller invalidates and calls EndInvalidation.
+  bool BeginDueInvalidation(uint64_t ino);
   // With revalidate=open: counts a live open of version `identity` of `ino`; true if opens of
   // another version are live (the open is then answered with direct I/O).
   bool NoteLiveOpen(uint64_t ino, const FileIdentity& identity);
@@ -257,8 +269,9 @@ class FileSystem {
   uint64_t start_realtime_ns_;
   std::string control_socket_;
   static constexpr size_t kMaxPagesToDrop = 65536;  // beyond it, invalidate at once
-  std::mutex pages_mu_;                             // guards pages_to_drop_
+  std::mutex pages_mu_;                             // guards pages_to_drop_ and invalidating_
   std::unordered_set<uint64_t> pages_to_drop_;
+  std::unordered_map<uint64_t, uint32_t> invalidating_;  // inode -> invalidations under way
   // With revalidate=open, per inode with live opens: the identity of its newest open and the
   // live opens of each version.
   struct LiveOpens {

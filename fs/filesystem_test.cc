@@ -480,6 +480,85 @@ TEST_F(FileSystemTest, AChangeAGetattrFoundInvalidatesTheInodeAtTheNextOpen) {
   fs_->set_notifier(nullptr);
 }
 
+// Runs an open of the inode it is asked to invalidate, once, before it "tells the kernel": an open
+// that arrives on another thread while the thread that found a change has updated the manifest
+// but not yet invalidated the kernel's caches.
+class OpenWhileInvalidatingNotifier : public KernelNotifier {
+ public:
+  explicit OpenWhileInvalidatingNotifier(FileSystem* fs) : fs_(fs) {}
+  void InvalidateInode(uint64_t ino) override {
+    if (nested_runs_ < nested_opens_wanted) {
+      ++nested_runs_;
+      auto opened = fs_->Open(ino, O_RDONLY);
+      if (opened.ok()) {
+        nested_keep_cache.push_back(opened->keep_cache);
+        fs_->Release(std::move(opened->file));
+      }
+    }
+    invalidated.push_back(ino);
+  }
+  int nested_opens_wanted = 1;
+  std::vector<bool> nested_keep_cache;  // of each nested open
+  std::vector<uint64_t> invalidated;    // in the order they reached the kernel
+
+ private:
+  FileSystem* fs_;
+  int nested_runs_ = 0;
+};
+
+// docs/RELIABILITY.md, backing store faults, finding 2 (the stale reads that remained): an open
+// that finds no change because another thread has just recorded it, before that thread has told
+// the kernel, must not be answered from the kernel's caches (the old size and pages): it drops
+// them too, before its reply.
+TEST_F(FileSystemTest, AnOpenDuringAnotherThreadsInvalidationInvalidatesToo) {
+  Open(Revalidate::kOpen);
+  OpenWhileInvalidatingNotifier notifier(fs_.get());
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, grown longer than before");
+  auto opened = fs_->Open(ino, O_RDONLY);  // finds the change; the nested open runs meanwhile
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_FALSE(opened->keep_cache);
+  ASSERT_EQ(notifier.nested_keep_cache.size(), 1u);
+  EXPECT_FALSE(notifier.nested_keep_cache[0]) << "answered from the kernel's stale caches";
+  // Both invalidated: the nested open's own invalidation reached the kernel before its reply.
+  EXPECT_EQ(notifier.invalidated, (std::vector<uint64_t>{ino, ino}));
+  fs_->Release(std::move(opened->file));
+  // Once both have told the kernel, opens keep their cache again.
+  auto later = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->keep_cache);
+  EXPECT_EQ(notifier.invalidated.size(), 2u);
+  fs_->Release(std::move(later->file));
+  EXPECT_EQ(fs_->counters().stale_detected.value.load(), 1u);
+  fs_->set_notifier(nullptr);
+}
+
+// The same for the invalidation a GETATTR's finding leaves to the next open: while that open is
+// telling the kernel, another open must not be answered from its caches either.
+TEST_F(FileSystemTest, AnOpenDuringTheInvalidationAGetattrLeftInvalidatesToo) {
+  Open(Revalidate::kOpen);
+  OpenWhileInvalidatingNotifier notifier(fs_.get());
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, grown longer than before");
+  ASSERT_TRUE(fs_->GetAttr(ino).ok());  // finds the change, leaves the pages to the next open
+  EXPECT_TRUE(notifier.invalidated.empty());
+  auto opened = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_FALSE(opened->keep_cache);
+  ASSERT_EQ(notifier.nested_keep_cache.size(), 1u);
+  EXPECT_FALSE(notifier.nested_keep_cache[0]) << "answered from the kernel's stale caches";
+  EXPECT_EQ(notifier.invalidated, (std::vector<uint64_t>{ino, ino}));
+  fs_->Release(std::move(opened->file));
+  auto later = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->keep_cache);
+  fs_->Release(std::move(later->file));
+  fs_->set_notifier(nullptr);
+}
+
 // docs/RELIABILITY.md, backing store faults, finding 2: the kernel's page cache is shared by all
 // opens of an inode, and an open of the old version still live after a change refills it with
 // the old bytes. So while one is live, opens of the new version are answered with direct I/O,
