@@ -7,9 +7,10 @@
 // the file for staging when read-through is on; the reader never waits for that copy). With
 // revalidate=open each open also stats the backing file; a change updates the manifest, drops the
 // stale copy, asks the adapter to invalidate the kernel's cached pages and attributes, and the
-// open is answered without keep_cache. An open that finds no change while another thread's
-// invalidation of that file is still under way invalidates too, before its reply: it read the
-// fresh attributes, but the kernel may still hold the old size and pages. Backing files are reached
+// open is answered without keep_cache. One thread records a change and invalidates; an open
+// that finds no change while that invalidation is still under way is answered without
+// keep_cache and with direct I/O: it read the fresh attributes, but the kernel may still hold
+// the old size and pages. Backing files are reached
 // beneath the backing root with no link followed, and a file opened for its bytes must be the
 // listed version: another file under its name is ESTALE for that open, never its bytes
 // (cache/backing_tree.h). Every mutating call answers EROFS; FIFOs, sockets and devices cannot be
@@ -28,6 +29,7 @@
 
 #include <sys/statvfs.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -100,9 +102,11 @@ struct OpenResult {
   // defer_backing false on a thread that may wait (fs/fuse/backing_calls.h).
   bool deferred = false;
   bool keep_cache = true;
-  // With revalidate=open: opens of another version of this file are still live, and their reads
-  // may fill the kernel's shared page cache with their version's bytes; this open's reads must
-  // bypass it (FOPEN_DIRECT_IO). docs/RELIABILITY.md, backing store faults, finding 2.
+  // With revalidate=open, this open's reads must bypass the kernel's page cache and its cached
+  // size (FOPEN_DIRECT_IO): opens of another version of this file are still live, and their reads
+  // may fill the shared page cache with their version's bytes; or another thread's invalidation
+  // of a change is under way, and the kernel may still hold the old size and pages.
+  // docs/RELIABILITY.md, backing store faults, finding 2.
   bool direct_io = false;
 };
 
@@ -225,22 +229,26 @@ class FileSystem {
   Result<int> SwitchToBacking(OpenFile& file, int copy_fd);
   // The listed version of backing file `path`, beneath the root (ESTALE if another is there).
   Result<int> OpenBacking(const std::string& path, const FileIdentity& identity);
-  // With revalidate=open: stats the backing file; updates the manifest and drops a stale copy
-  // if it changed. Returns whether it changed.
-  // `in_getattr`: the caller answers a GETATTR with the fresh attributes, so the kernel's pages
-  // are dropped at the file's next open (pages_to_drop_) rather than by an invalidation now.
-  Result<bool> Revalidate(ManifestNode* node, bool in_getattr);
+  // With revalidate=open: stats the backing file; if it changed, updates the manifest, drops a
+  // stale copy and invalidates the kernel's caches (kRecorded), unless another thread recorded
+  // that very change since `node` was read (kRecordedElsewhere: `node` is updated, nothing else
+  // done). `in_getattr`: the caller answers a GETATTR with the fresh attributes, so the kernel's
+  // pages are dropped at the file's next open (pages_to_drop_) rather than by an invalidation now.
+  enum class Revalidated { kSame, kRecorded, kRecordedElsewhere };
+  Result<Revalidated> Revalidate(ManifestNode* node, bool in_getattr);
   // Kernel invalidations of an inode under way. A thread that found a change counts one from
   // before it updates the manifest until it has told the kernel (or, in a GETATTR, has queued
   // the pages for the next open: at_next_open; false if the queue is full, nothing ended, and
   // the caller invalidates now and ends it then).
   void BeginInvalidation(uint64_t ino);
   bool EndInvalidation(uint64_t ino, bool at_next_open);
-  // For an open that found no change: whether it must invalidate the inode before its reply,
-  // because a GETATTR found it changed since its last open or the last open of an old version
-  // went (pages_to_drop_, forgotten here), or another thread's invalidation is still under way.
-  // If so, one is counted as begun: the caller invalidates and calls EndInvalidation.
-  bool BeginDueInvalidation(uint64_t ino);
+  // For an open that found no change: kThisOpen if it must invalidate the inode before its
+  // reply, because a GETATTR found it changed since its last open or the last open of an old
+  // version went (pages_to_drop_, forgotten here; one invalidation is counted as begun, and the
+  // caller invalidates and calls EndInvalidation); kUnderWay if another thread's invalidation is
+  // still under way (the open must not be answered from the kernel's caches).
+  enum class DueInvalidation { kNone, kThisOpen, kUnderWay };
+  DueInvalidation BeginDueInvalidation(uint64_t ino);
   // With revalidate=open: counts a live open of version `identity` of `ino`; true if opens of
   // another version are live (the open is then answered with direct I/O).
   bool NoteLiveOpen(uint64_t ino, const FileIdentity& identity);
@@ -272,6 +280,8 @@ class FileSystem {
   std::mutex pages_mu_;                             // guards pages_to_drop_ and invalidating_
   std::unordered_set<uint64_t> pages_to_drop_;
   std::unordered_map<uint64_t, uint32_t> invalidating_;  // inode -> invalidations under way
+  // Striped by inode: a change is recorded in the manifest by one thread (Revalidate).
+  std::array<std::mutex, 64> record_mu_;
   // With revalidate=open, per inode with live opens: the identity of its newest open and the
   // live opens of each version.
   struct LiveOpens {

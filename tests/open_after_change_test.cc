@@ -166,14 +166,23 @@ class OpenAfterChangeTest : public MountDirsTest, public ::testing::WithParamInt
       const auto& c = versions[k].content;
       if (c && o.offset + o.data.size() == c->size()) cut_at = std::to_string(k);
     }
+    // How much of it is the new version's, and whether the rest is zeros (pages the kernel
+    // zero-filled past a short read at a size it kept).
+    const auto& now = versions[due].content;
+    size_t same = 0;
+    while (now && same < o.data.size() && o.offset + same < now->size() &&
+           o.data[same] == (*now)[o.offset + same]) {
+      ++same;
+    }
+    const bool zeros_after = o.data.find_first_not_of('\0', same) == std::string::npos;
     std::lock_guard<std::mutex> lock(mu_);
     if (wrong_detail_.size() < kMaxDetail) {
-      const auto& now = versions[due].content;
       wrong_detail_.push_back(
           o.rel + " change=" + versions[due].change + " version=" + std::to_string(due) +
           " new_size=" + (now ? std::to_string(now->size()) : std::string("removed")) +
           " offset=" + std::to_string(o.offset) + " returned=" + std::to_string(o.data.size()) +
-          " new_bytes=" + (BytesOf(o, now) ? "yes" : "no") +
+          " new_bytes=" + (BytesOf(o, now) ? "yes" : "no") + " new_prefix=" + std::to_string(same) +
+          (zeros_after ? " then_zeros" : "") +
           (cut_at.empty() ? "" : " ends_at_size_of_version=" + cut_at) +
           " open_after_change_ms=" + std::to_string(Ms(o.opened - versions[due].ended)));
     }
