@@ -84,7 +84,16 @@ Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
   // Opens of another version still live: their reads may refill the page cache with its bytes.
   if (config_.revalidate == Revalidate::kOpen) {
     const bool other_versions_live = NoteLiveOpen(ino, identity);
-    result.direct_io = result.direct_io || other_versions_live;
+    // Checked after the open is counted live: an open of the new version counted before it sees
+    // it live and bypasses the page cache, one counted after it sees no change here.
+    const bool superseded = !IsCurrentVersion(ino, identity);
+    if (superseded) {
+      // Its open began before a change that another thread has recorded since: its bytes, the
+      // old version's, must not enter the page cache that opens of the new version read.
+      CLAIRFS_LOG_DEBUG("open of %s: a version changed since its open began: direct I/O",
+                        path.c_str());
+    }
+    result.direct_io = result.direct_io || other_versions_live || superseded;
   }
   result.file = std::make_unique<OpenFile>();
   OpenFile& f = *result.file;
@@ -224,10 +233,14 @@ FileSystem::DueInvalidation FileSystem::BeginDueInvalidation(uint64_t ino) {
   return invalidating_.count(ino) > 0 ? DueInvalidation::kUnderWay : DueInvalidation::kNone;
 }
 
+bool FileSystem::IsCurrentVersion(uint64_t ino, const FileIdentity& identity) {
+  auto node = NodeOf(ino);
+  return node.ok() && node->attr.identity() == identity;
+}
+
 bool FileSystem::NoteLiveOpen(uint64_t ino, const FileIdentity& identity) {
   std::lock_guard<std::mutex> lock(live_mu_);
   LiveOpens& live = live_opens_[ino];
-  live.newest = identity;
   bool other = false, counted = false;
   for (auto& [version, count] : live.versions) {
     if (version == identity) {
@@ -242,7 +255,7 @@ bool FileSystem::NoteLiveOpen(uint64_t ino, const FileIdentity& identity) {
 }
 
 void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
-  bool drop_pages = false;
+  bool last = false;  // of its version
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     auto it = live_opens_.find(ino);
@@ -251,14 +264,17 @@ void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
     for (size_t i = 0; i < versions.size(); ++i) {
       if (versions[i].first != identity) continue;
       if (--versions[i].second == 0) {
-        // The old version's reads may have left its bytes in the page cache.
-        drop_pages = identity != it->second.newest;
+        last = true;
         versions.erase(versions.begin() + static_cast<std::ptrdiff_t>(i));
       }
       break;
     }
     if (versions.empty()) live_opens_.erase(it);
   }
+  // The last open of a version the manifest no longer lists: its reads may have left that
+  // version's bytes in the page cache. Its READs are all answered before its RELEASE; a change
+  // recorded after this check is invalidated by the thread that records it.
+  const bool drop_pages = last && !IsCurrentVersion(ino, identity);
   if (drop_pages) {
     std::lock_guard<std::mutex> lock(pages_mu_);
     if (pages_to_drop_.size() < kMaxPagesToDrop) {
@@ -344,6 +360,13 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
           result.direct_io = true;
           break;
       }
+    }
+    // The settle rule for the page cache (FileSystemConfig::settle_ns): a file changed within the
+    // settle time may still be being written.
+    if (config_.settle_ns > 0 && node->attr.ctime_ns + static_cast<int64_t>(config_.settle_ns) >
+                                     static_cast<int64_t>(env_->NowRealtimeNanos())) {
+      result.keep_cache = false;
+      result.direct_io = true;
     }
   }
 

@@ -104,9 +104,11 @@ struct OpenResult {
   bool keep_cache = true;
   // With revalidate=open, this open's reads must bypass the kernel's page cache and its cached
   // size (FOPEN_DIRECT_IO): opens of another version of this file are still live, and their reads
-  // may fill the shared page cache with their version's bytes; or another thread's invalidation
-  // of a change is under way, and the kernel may still hold the old size and pages.
-  // docs/RELIABILITY.md, backing store faults, finding 2.
+  // may fill the shared page cache with their version's bytes; or this open is of a version a
+  // change recorded since its open began has superseded; or another thread's invalidation of a
+  // change is under way, and the kernel may still hold the old size and pages; or the file has
+  // not settled (FileSystemConfig::settle_ns). docs/RELIABILITY.md, backing store faults,
+  // finding 2.
   bool direct_io = false;
 };
 
@@ -126,6 +128,13 @@ struct FileSystemConfig {
   // No-open mode (see the top of this file): READs by inode from at most `kept_files` kept files.
   bool no_open = false;
   size_t kept_files = 1024;
+  // With revalidate=open, the settle time (the mount's --stage-settle, 0 = off): an open of a
+  // file whose ctime is within it of now reads with direct I/O and leaves nothing in the page
+  // cache. A write sets ctime when it begins, so while it is under way the file already has the
+  // identity it will have when it ends; pages read meanwhile (new bytes up to where the write has
+  // got, old ones after) would stay cached with no change left to find (docs/RELIABILITY.md,
+  // backing store faults, finding 2; the stager's settle rule, cache/stager.h, for copies).
+  uint64_t settle_ns = 0;
 };
 
 class FileSystem {
@@ -252,9 +261,14 @@ class FileSystem {
   // With revalidate=open: counts a live open of version `identity` of `ino`; true if opens of
   // another version are live (the open is then answered with direct I/O).
   bool NoteLiveOpen(uint64_t ino, const FileIdentity& identity);
-  // ... and its release. When the last open of a version other than the newest opened goes, the
+  // ... and its release. When the last open of a version the manifest no longer lists goes, the
   // pages it may have read are dropped at the file's next open (pages_to_drop_).
   void NoteLiveRelease(uint64_t ino, const FileIdentity& identity);
+  // Whether `identity` is the version of `ino` the manifest lists now (false if it cannot say).
+  // An open counted live (NoteLiveOpen) of another version began before a change that another
+  // thread recorded since: it is answered with direct I/O, so that its bytes never enter the
+  // page cache opens of the new version read.
+  bool IsCurrentVersion(uint64_t ino, const FileIdentity& identity);
 
   FileSystemConfig config_;
   std::shared_ptr<const BackingTree> backing_;  // null if it could not be opened
@@ -282,10 +296,8 @@ class FileSystem {
   std::unordered_map<uint64_t, uint32_t> invalidating_;  // inode -> invalidations under way
   // Striped by inode: a change is recorded in the manifest by one thread (Revalidate).
   std::array<std::mutex, 64> record_mu_;
-  // With revalidate=open, per inode with live opens: the identity of its newest open and the
-  // live opens of each version.
+  // With revalidate=open, per inode with live opens: the live opens of each version.
   struct LiveOpens {
-    FileIdentity newest;
     std::vector<std::pair<FileIdentity, uint64_t>> versions;  // few: usually one
   };
   std::mutex live_mu_;  // guards live_opens_

@@ -9,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/cache_opener.h"
@@ -59,6 +61,7 @@ class FileSystemTest : public ::testing::Test {
     config.read_through = read_through;
     config.no_open = no_open_;
     config.kept_files = kept_files_;
+    config.settle_ns = settle_ns_;
     fs_ = std::make_unique<FileSystem>(config, cache_stack_->manifest.get(),
                                        cache_stack_->store.get(), stager_.get(), env);
   }
@@ -125,6 +128,7 @@ class FileSystemTest : public ::testing::Test {
 
   bool no_open_ = false;
   size_t kept_files_ = 1024;
+  uint64_t settle_ns_ = 0;
   TempDir backing_;
   TempDir cache_;
   std::unique_ptr<OpenedCache> cache_stack_;
@@ -563,6 +567,66 @@ TEST_F(FileSystemTest, AnOpenDuringTheInvalidationAGetattrLeftBypassesTheKernels
   EXPECT_TRUE(later->keep_cache);
   fs_->Release(std::move(later->file));
   fs_->set_notifier(nullptr);
+}
+
+// docs/RELIABILITY.md, backing store faults, finding 2: an open that began before a change and is
+// counted live after another thread recorded it (and, here, after that thread's opens are gone)
+// is of a superseded version: its bytes must not enter the page cache, and once it goes the next
+// open drops the pages. (Before, the release compared with the newest version opened, which such
+// a late open of the old version had become.)
+TEST_F(FileSystemTest, AnOpenOfAVersionSupersededWhileItOpenedKeepsOutOfThePageCache) {
+  FaultInjectionEnv env;
+  Open(Revalidate::kOpen, true, &env);
+  RecordingNotifier notifier;
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  stager_->WaitIdle();  // staged: the late open below is a hit on the old copy
+  // While the late open opens the old copy (it stat'ed the file before the change), the file is
+  // rewritten and another open records the change, reads and goes.
+  env.AfterOpen(cache_.path() + "/data/", [&] {
+    testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, of another length");
+    auto other = fs_->Open(ino, O_RDONLY);
+    ASSERT_TRUE(other.ok()) << other.status().message();
+    EXPECT_FALSE(other->keep_cache);
+    fs_->Release(std::move(other->file));
+  });
+  auto late = fs_->Open(ino, O_RDONLY, /*open_copy_now=*/true);
+  ASSERT_TRUE(late.ok()) << late.status().message();
+  EXPECT_TRUE(late->file->from_cache);
+  EXPECT_TRUE(late->direct_io) << "the old version's bytes would enter the page cache";
+  const size_t invalidations = notifier.invalidated.size();
+  fs_->Release(std::move(late->file));
+  auto next = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->keep_cache) << "the pages the late open may have read were kept";
+  EXPECT_EQ(notifier.invalidated.size(), invalidations + 1);
+  fs_->Release(std::move(next->file));
+  fs_->set_notifier(nullptr);
+  Close();  // before `env` goes
+}
+
+// The settle rule for the page cache: a file changed within the settle time may still be being
+// written (its ctime is set when a write begins), so its opens read with direct I/O and leave no
+// pages, half new and half old, that no later change would drop.
+TEST_F(FileSystemTest, UnderRevalidateOpenAFileWithinTheSettleTimeBypassesThePageCache) {
+  settle_ns_ = 3600'000'000'000;  // the files were written by SetUp, just now
+  Open(Revalidate::kOpen);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  auto fresh = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+  EXPECT_TRUE(fresh->direct_io);
+  EXPECT_FALSE(fresh->keep_cache);
+  fs_->Release(std::move(fresh->file));
+  Close();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  settle_ns_ = 10'000'000;  // 10 ms: settled now
+  Open(Revalidate::kOpen);
+  auto settled = fs_->Open(Ino("train/cat/b.jpg"), O_RDONLY);
+  ASSERT_TRUE(settled.ok()) << settled.status().message();
+  EXPECT_FALSE(settled->direct_io);
+  EXPECT_TRUE(settled->keep_cache);
+  fs_->Release(std::move(settled->file));
 }
 
 // docs/RELIABILITY.md, backing store faults, finding 2: the kernel's page cache is shared by all
