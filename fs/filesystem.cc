@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "planner/base/log.h"
@@ -226,11 +227,29 @@ bool FileSystem::EndInvalidation(uint64_t ino, bool at_next_open) {
 
 FileSystem::DueInvalidation FileSystem::BeginDueInvalidation(uint64_t ino) {
   std::lock_guard<std::mutex> lock(pages_mu_);
-  if (pages_to_drop_.erase(ino) > 0) {
+  bool due = pages_to_drop_.erase(ino) > 0;
+  if (!unsettled_.empty()) {
+    auto it = unsettled_.find(ino);
+    if (it != unsettled_.end() && it->second <= static_cast<int64_t>(env_->NowRealtimeNanos())) {
+      unsettled_.erase(it);
+      due = true;
+    }
+  }
+  if (due) {
     ++invalidating_[ino];
     return DueInvalidation::kThisOpen;
   }
   return invalidating_.count(ino) > 0 ? DueInvalidation::kUnderWay : DueInvalidation::kNone;
+}
+
+void FileSystem::NoteUnsettled(uint64_t ino, int64_t settled_at) {
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  auto it = unsettled_.find(ino);
+  if (it != unsettled_.end()) {
+    it->second = std::max(it->second, settled_at);
+  } else if (unsettled_.size() < kMaxPagesToDrop) {
+    unsettled_.emplace(ino, settled_at);
+  }
 }
 
 bool FileSystem::IsCurrentVersion(uint64_t ino, const FileIdentity& identity) {
@@ -341,8 +360,9 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
           // A GETATTR found the change and replied the fresh attributes, but the kernel drops a
           // reply whose attribute version moved on meanwhile and then keeps the old size valid
           // for the attribute timeout: reads of the new bytes at the old size. Or the last open
-          // of an old version went, leaving its pages. This open drops the kernel's pages and
-          // attributes before its reply.
+          // of an old version went, leaving its pages. Or the file has settled since an open
+          // found it unsettled: pages read before may be half written. This open drops the
+          // kernel's pages and attributes before its reply.
           result.keep_cache = false;
           if (notifier_ != nullptr) notifier_->InvalidateInode(ino);
           EndInvalidation(ino, /*at_next_open=*/false);
@@ -362,11 +382,12 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
       }
     }
     // The settle rule for the page cache (FileSystemConfig::settle_ns): a file changed within the
-    // settle time may still be being written.
-    if (config_.settle_ns > 0 && node->attr.ctime_ns + static_cast<int64_t>(config_.settle_ns) >
-                                     static_cast<int64_t>(env_->NowRealtimeNanos())) {
+    // settle time may still be being written. Its opens keep no pages from before them, and the
+    // first open after it has settled drops what was read meanwhile (BeginDueInvalidation).
+    const int64_t settled_at = node->attr.ctime_ns + static_cast<int64_t>(config_.settle_ns);
+    if (config_.settle_ns > 0 && settled_at > static_cast<int64_t>(env_->NowRealtimeNanos())) {
       result.keep_cache = false;
-      result.direct_io = true;
+      NoteUnsettled(ino, settled_at);
     }
   }
 

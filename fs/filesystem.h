@@ -106,9 +106,8 @@ struct OpenResult {
   // size (FOPEN_DIRECT_IO): opens of another version of this file are still live, and their reads
   // may fill the shared page cache with their version's bytes; or this open is of a version a
   // change recorded since its open began has superseded; or another thread's invalidation of a
-  // change is under way, and the kernel may still hold the old size and pages; or the file has
-  // not settled (FileSystemConfig::settle_ns). docs/RELIABILITY.md, backing store faults,
-  // finding 2.
+  // change is under way, and the kernel may still hold the old size and pages.
+  // docs/RELIABILITY.md, backing store faults, finding 2.
   bool direct_io = false;
 };
 
@@ -129,11 +128,12 @@ struct FileSystemConfig {
   bool no_open = false;
   size_t kept_files = 1024;
   // With revalidate=open, the settle time (the mount's --stage-settle, 0 = off): an open of a
-  // file whose ctime is within it of now reads with direct I/O and leaves nothing in the page
-  // cache. A write sets ctime when it begins, so while it is under way the file already has the
-  // identity it will have when it ends; pages read meanwhile (new bytes up to where the write has
-  // got, old ones after) would stay cached with no change left to find (docs/RELIABILITY.md,
-  // backing store faults, finding 2; the stager's settle rule, cache/stager.h, for copies).
+  // file whose ctime is within it of now is answered without keep_cache, and the first open
+  // after the file has settled drops the kernel's pages and attributes. A write sets ctime when
+  // it begins, so while it is under way the file already has the identity it will have when it
+  // ends; pages read meanwhile (new bytes up to where the write has got, old ones after) would
+  // stay cached with no change left to find (docs/RELIABILITY.md, backing store faults,
+  // finding 2; the stager's settle rule, cache/stager.h, for copies).
   uint64_t settle_ns = 0;
 };
 
@@ -253,11 +253,14 @@ class FileSystem {
   bool EndInvalidation(uint64_t ino, bool at_next_open);
   // For an open that found no change: kThisOpen if it must invalidate the inode before its
   // reply, because a GETATTR found it changed since its last open or the last open of an old
-  // version went (pages_to_drop_, forgotten here; one invalidation is counted as begun, and the
+  // version went (pages_to_drop_), or it has settled since an open found it unsettled
+  // (unsettled_; both forgotten here; one invalidation is counted as begun, and the
   // caller invalidates and calls EndInvalidation); kUnderWay if another thread's invalidation is
   // still under way (the open must not be answered from the kernel's caches).
   enum class DueInvalidation { kNone, kThisOpen, kUnderWay };
   DueInvalidation BeginDueInvalidation(uint64_t ino);
+  // An open found `ino` unsettled (FileSystemConfig::settle_ns) until `settled_at` (realtime ns).
+  void NoteUnsettled(uint64_t ino, int64_t settled_at);
   // With revalidate=open: counts a live open of version `identity` of `ino`; true if opens of
   // another version are live (the open is then answered with direct I/O).
   bool NoteLiveOpen(uint64_t ino, const FileIdentity& identity);
@@ -291,9 +294,10 @@ class FileSystem {
   uint64_t start_realtime_ns_;
   std::string control_socket_;
   static constexpr size_t kMaxPagesToDrop = 65536;  // beyond it, invalidate at once
-  std::mutex pages_mu_;                             // guards pages_to_drop_ and invalidating_
+  std::mutex pages_mu_;  // guards pages_to_drop_, invalidating_ and unsettled_
   std::unordered_set<uint64_t> pages_to_drop_;
   std::unordered_map<uint64_t, uint32_t> invalidating_;  // inode -> invalidations under way
+  std::unordered_map<uint64_t, int64_t> unsettled_;      // inode -> when it settles (realtime)
   // Striped by inode: a change is recorded in the manifest by one thread (Revalidate).
   std::array<std::mutex, 64> record_mu_;
   // With revalidate=open, per inode with live opens: the live opens of each version.

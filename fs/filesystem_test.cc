@@ -607,26 +607,41 @@ TEST_F(FileSystemTest, AnOpenOfAVersionSupersededWhileItOpenedKeepsOutOfThePageC
 }
 
 // The settle rule for the page cache: a file changed within the settle time may still be being
-// written (its ctime is set when a write begins), so its opens read with direct I/O and leave no
-// pages, half new and half old, that no later change would drop.
-TEST_F(FileSystemTest, UnderRevalidateOpenAFileWithinTheSettleTimeBypassesThePageCache) {
-  settle_ns_ = 3600'000'000'000;  // the files were written by SetUp, just now
+// written (its ctime is set when a write begins), so pages read from it then may be half new,
+// half old, with no change left to find once the write ends. Its opens keep no pages from before
+// them, and the first open after it has settled drops the pages read meanwhile.
+TEST_F(FileSystemTest, UnderRevalidateOpenPagesReadBeforeAFileSettledAreDroppedOnceItHas) {
+  settle_ns_ = 300'000'000;  // 300 ms
   Open(Revalidate::kOpen);
+  RecordingNotifier notifier;
+  fs_->set_notifier(&notifier);
   const uint64_t ino = Ino("train/cat/b.jpg");
-  auto fresh = fs_->Open(ino, O_RDONLY);
-  ASSERT_TRUE(fresh.ok()) << fresh.status().message();
-  EXPECT_TRUE(fresh->direct_io);
-  EXPECT_FALSE(fresh->keep_cache);
-  fs_->Release(std::move(fresh->file));
-  Close();
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  settle_ns_ = 10'000'000;  // 10 ms: settled now
-  Open(Revalidate::kOpen);
-  auto settled = fs_->Open(Ino("train/cat/b.jpg"), O_RDONLY);
-  ASSERT_TRUE(settled.ok()) << settled.status().message();
-  EXPECT_FALSE(settled->direct_io);
-  EXPECT_TRUE(settled->keep_cache);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));  // SetUp's write has settled
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, written just now");
+  auto changed = fs_->Open(ino, O_RDONLY);  // finds the change: invalidates
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  EXPECT_FALSE(changed->keep_cache);
+  EXPECT_FALSE(changed->direct_io);  // mmap works
+  fs_->Release(std::move(changed->file));
+  auto unsettled = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(unsettled.ok());
+  EXPECT_FALSE(unsettled->keep_cache);
+  EXPECT_FALSE(unsettled->direct_io);
+  fs_->Release(std::move(unsettled->file));
+  EXPECT_EQ(notifier.invalidated.size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  auto settled = fs_->Open(ino, O_RDONLY);  // drops what was read before it settled
+  ASSERT_TRUE(settled.ok());
+  EXPECT_FALSE(settled->keep_cache);
+  EXPECT_EQ(notifier.invalidated.size(), 2u);
   fs_->Release(std::move(settled->file));
+  auto later = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->keep_cache);
+  EXPECT_EQ(notifier.invalidated.size(), 2u);
+  fs_->Release(std::move(later->file));
+  fs_->set_notifier(nullptr);
 }
 
 // docs/RELIABILITY.md, backing store faults, finding 2: the kernel's page cache is shared by all
