@@ -18,10 +18,10 @@
 // written already has its final identity, and the settle rule is what keeps its half-written
 // pages out of the page cache (the test writes in well under 100 ms). Replacements by rename
 // (renamed, removed and re-created) are never seen half-written; they mount with
-// --stage-settle 0, so that their opens right after a change take the page-cache path (with the
-// settle rule on, a file changed so recently is read with direct I/O). CLAIRFS_STALE_SECONDS sets
-// how long each kind is hammered (default 6); CLAIRFS_KEEP_LOGS=DIR keeps each mount's daemon log
-// there.
+// --stage-settle 0, so that their opens right after a change may keep the page cache (with the
+// settle rule on, an open of a file changed so recently keeps no pages from before it).
+// CLAIRFS_STALE_SECONDS sets how long each kind is hammered (default 6); CLAIRFS_KEEP_LOGS=DIR
+// keeps each mount's daemon log there.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
