@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "planner/base/log.h"
@@ -82,7 +83,19 @@ Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
                                         double open_start, OpenResult result,
                                         std::string data_path) {
   // Opens of another version still live: their reads may refill the page cache with its bytes.
-  if (config_.revalidate == Revalidate::kOpen) result.direct_io = NoteLiveOpen(ino, identity);
+  if (config_.revalidate == Revalidate::kOpen) {
+    const bool other_versions_live = NoteLiveOpen(ino, identity);
+    // Checked after the open is counted live: an open of the new version counted before it sees
+    // it live and bypasses the page cache, one counted after it sees no change here.
+    const bool superseded = !IsCurrentVersion(ino, identity);
+    if (superseded) {
+      // Its open began before a change that another thread has recorded since: its bytes, the
+      // old version's, must not enter the page cache that opens of the new version read.
+      CLAIRFS_LOG_DEBUG("open of %s: a version changed since its open began: direct I/O",
+                        path.c_str());
+    }
+    result.direct_io = result.direct_io || other_versions_live || superseded;
+  }
   result.file = std::make_unique<OpenFile>();
   OpenFile& f = *result.file;
   f.fd = fd;
@@ -152,44 +165,101 @@ Result<std::unique_ptr<DirListing>> FileSystem::OpenDir(uint64_t ino) {
   return listing;
 }
 
-Result<bool> FileSystem::Revalidate(ManifestNode* node, bool in_getattr) {
+Result<FileSystem::Revalidated> FileSystem::Revalidate(ManifestNode* node, bool in_getattr) {
   if (!backing_) return ReaderError(backing_error_);
   struct stat st;
   Status s = backing_->Lstat(node->path, &st);
   if (!s.ok()) return ReaderError(s);
   NodeAttr fresh = NodeAttr::FromStat(st, node->attr.ino);
-  if (fresh.identity() == node->attr.identity() && fresh.mode == node->attr.mode) return false;
+  const auto same = [&fresh](const NodeAttr& a) {
+    return fresh.identity() == a.identity() && fresh.mode == a.mode;
+  };
+  if (same(node->attr)) return Revalidated::kSame;
+  const uint64_t ino = node->attr.ino;
+  const NodeAttr listed = node->attr;
+  {
+    // One thread records a change: others that read the node before the manifest's update find
+    // it recorded here and are opens during its invalidation (BeginDueInvalidation), so the
+    // kernel gets one invalidation per change, not one per thread that saw it.
+    std::lock_guard<std::mutex> lock(record_mu_[ino % record_mu_.size()]);
+    auto now = NodeOf(ino);
+    if (now.ok() && same(now->attr)) {
+      *node = std::move(*now);
+      return Revalidated::kRecordedElsewhere;
+    }
+    if (fresh.is_link()) fresh.link_target = node->attr.link_target;
+    // From the manifest's update until the kernel is told, an open that reads the fresh
+    // attributes finds no change, yet the kernel still holds the old size and pages: such opens
+    // must not be answered from them (BeginDueInvalidation).
+    BeginInvalidation(ino);
+    node->attr = fresh;
+    Status up = manifest_->Update(*node);
+    if (!up.ok()) Log(LogLevel::kWarn, "manifest update failed: %s", up.message().c_str());
+  }
   counters_.stale_detected.Add(1);
   Log(LogLevel::kInfo, "%s changed in the backing store (%s -> %s): dropping cached state",
-      node->path.c_str(), node->attr.identity().ToString().c_str(),
+      node->path.c_str(), listed.identity().ToString().c_str(),
       fresh.identity().ToString().c_str());
-  if (fresh.is_link()) fresh.link_target = node->attr.link_target;
-  node->attr = fresh;
-  Status up = manifest_->Update(*node);
-  if (!up.ok()) Log(LogLevel::kWarn, "manifest update failed: %s", up.message().c_str());
   if (store_->Contains(node->path)) (void)store_->Evict(node->path, /*force=*/true);
-  if (in_getattr) {
-    // The reply carries the fresh attributes; an invalidation sent now would make the kernel
-    // discard them (it bumps the attribute version). The pages go at the next open instead.
-    std::lock_guard<std::mutex> lock(pages_mu_);
-    if (pages_to_drop_.size() < kMaxPagesToDrop) {
-      pages_to_drop_.insert(node->attr.ino);
-      return true;
-    }
+  // In a GETATTR, the reply carries the fresh attributes; an invalidation sent now would make
+  // the kernel discard them (it bumps the attribute version). The pages go at the next open.
+  if (in_getattr && EndInvalidation(ino, /*at_next_open=*/true)) return Revalidated::kRecorded;
+  if (notifier_ != nullptr) notifier_->InvalidateInode(ino);
+  EndInvalidation(ino, /*at_next_open=*/false);
+  return Revalidated::kRecorded;
+}
+
+void FileSystem::BeginInvalidation(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  ++invalidating_[ino];
+}
+
+bool FileSystem::EndInvalidation(uint64_t ino, bool at_next_open) {
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  if (at_next_open) {
+    if (pages_to_drop_.size() >= kMaxPagesToDrop) return false;
+    pages_to_drop_.insert(ino);
   }
-  if (notifier_ != nullptr) notifier_->InvalidateInode(node->attr.ino);
+  auto it = invalidating_.find(ino);
+  if (it != invalidating_.end() && --it->second == 0) invalidating_.erase(it);
   return true;
 }
 
-bool FileSystem::TakePagesToDrop(uint64_t ino) {
+FileSystem::DueInvalidation FileSystem::BeginDueInvalidation(uint64_t ino) {
   std::lock_guard<std::mutex> lock(pages_mu_);
-  return pages_to_drop_.erase(ino) > 0;
+  bool due = pages_to_drop_.erase(ino) > 0;
+  if (!unsettled_.empty()) {
+    auto it = unsettled_.find(ino);
+    if (it != unsettled_.end() && it->second <= static_cast<int64_t>(env_->NowRealtimeNanos())) {
+      unsettled_.erase(it);
+      due = true;
+    }
+  }
+  if (due) {
+    ++invalidating_[ino];
+    return DueInvalidation::kThisOpen;
+  }
+  return invalidating_.count(ino) > 0 ? DueInvalidation::kUnderWay : DueInvalidation::kNone;
+}
+
+void FileSystem::NoteUnsettled(uint64_t ino, int64_t settled_at) {
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  auto it = unsettled_.find(ino);
+  if (it != unsettled_.end()) {
+    it->second = std::max(it->second, settled_at);
+  } else if (unsettled_.size() < kMaxPagesToDrop) {
+    unsettled_.emplace(ino, settled_at);
+  }
+}
+
+bool FileSystem::IsCurrentVersion(uint64_t ino, const FileIdentity& identity) {
+  auto node = NodeOf(ino);
+  return node.ok() && node->attr.identity() == identity;
 }
 
 bool FileSystem::NoteLiveOpen(uint64_t ino, const FileIdentity& identity) {
   std::lock_guard<std::mutex> lock(live_mu_);
   LiveOpens& live = live_opens_[ino];
-  live.newest = identity;
   bool other = false, counted = false;
   for (auto& [version, count] : live.versions) {
     if (version == identity) {
@@ -204,7 +274,7 @@ bool FileSystem::NoteLiveOpen(uint64_t ino, const FileIdentity& identity) {
 }
 
 void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
-  bool drop_pages = false;
+  bool last = false;  // of its version
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     auto it = live_opens_.find(ino);
@@ -213,14 +283,17 @@ void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
     for (size_t i = 0; i < versions.size(); ++i) {
       if (versions[i].first != identity) continue;
       if (--versions[i].second == 0) {
-        // The old version's reads may have left its bytes in the page cache.
-        drop_pages = identity != it->second.newest;
+        last = true;
         versions.erase(versions.begin() + static_cast<std::ptrdiff_t>(i));
       }
       break;
     }
     if (versions.empty()) live_opens_.erase(it);
   }
+  // The last open of a version the manifest no longer lists: its reads may have left that
+  // version's bytes in the page cache. Its READs are all answered before its RELEASE; a change
+  // recorded after this check is invalidated by the thread that records it.
+  const bool drop_pages = last && !IsCurrentVersion(ino, identity);
   if (drop_pages) {
     std::lock_guard<std::mutex> lock(pages_mu_);
     if (pages_to_drop_.size() < kMaxPagesToDrop) {
@@ -270,20 +343,51 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
       counters_.backing_errors.Add(1);
       return changed.status();
     }
-    if (*changed && caller != nullptr && !MayAccess(node->attr, caller->Get(), R_OK)) {
+    // The kernel checked the attributes it had: a new mode or owner applies to this open too.
+    if (*changed != Revalidated::kSame && caller != nullptr &&
+        !MayAccess(node->attr, caller->Get(), R_OK)) {
       Log(LogLevel::kInfo, "%s: its new mode or owner in the backing store denies this open",
           node->path.c_str());
       return Status::Error(EACCES, "permission denied by the backing file's new attributes");
     }
-    if (*changed) {
+    if (*changed == Revalidated::kRecorded) {
       result.keep_cache = false;
-    } else if (TakePagesToDrop(ino)) {
-      // A GETATTR found the change and replied the fresh attributes, but the kernel drops a reply
-      // whose attribute version moved on meanwhile and then keeps the old size valid for the
-      // attribute timeout: reads of the new bytes at the old size (docs/RELIABILITY.md, backing
-      // store faults, finding 2). This open drops the pages and the attributes both.
+    } else {
+      switch (BeginDueInvalidation(ino)) {
+        case DueInvalidation::kNone:
+          break;
+        case DueInvalidation::kThisOpen:
+          // A GETATTR found the change and replied the fresh attributes, but the kernel drops a
+          // reply whose attribute version moved on meanwhile and then keeps the old size valid
+          // for the attribute timeout: reads of the new bytes at the old size. Or the last open
+          // of an old version went, leaving its pages. Or the file has settled since an open
+          // found it unsettled: pages read before may be half written. This open drops the
+          // kernel's pages and attributes before its reply.
+          result.keep_cache = false;
+          if (notifier_ != nullptr) notifier_->InvalidateInode(ino);
+          EndInvalidation(ino, /*at_next_open=*/false);
+          break;
+        case DueInvalidation::kUnderWay:
+          // Another open or GETATTR found a change and updated the manifest but has not yet told
+          // the kernel, which still holds the old size and pages: answered from them, this open
+          // would read the old version (docs/RELIABILITY.md, backing store faults, finding 2).
+          // It reads with direct I/O, past the kernel's pages and size, and sends no invalidation
+          // of its own: the other thread's comes, and a second one could cross the READs of the
+          // opens that thread answers, whose short READ past a smaller file's end then leaves the
+          // kernel the old size (it takes a size from a READ only if no attribute changed
+          // meanwhile) and zero-filled pages.
+          result.keep_cache = false;
+          result.direct_io = true;
+          break;
+      }
+    }
+    // The settle rule for the page cache (FileSystemConfig::settle_ns): a file changed within the
+    // settle time may still be being written. Its opens keep no pages from before them, and the
+    // first open after it has settled drops what was read meanwhile (BeginDueInvalidation).
+    const int64_t settled_at = node->attr.ctime_ns + static_cast<int64_t>(config_.settle_ns);
+    if (config_.settle_ns > 0 && settled_at > static_cast<int64_t>(env_->NowRealtimeNanos())) {
       result.keep_cache = false;
-      if (notifier_ != nullptr) notifier_->InvalidateInode(ino);
+      NoteUnsettled(ino, settled_at);
     }
   }
 

@@ -7,10 +7,14 @@
 // the file for staging when read-through is on; the reader never waits for that copy). With
 // revalidate=open each open also stats the backing file; a change updates the manifest, drops the
 // stale copy, asks the adapter to invalidate the kernel's cached pages and attributes, and the
-// open is answered without keep_cache. Backing files are reached beneath the backing root with no
-// link followed, and a file opened for its bytes must be the listed version: another file under
-// its name is ESTALE for that open, never its bytes (cache/backing_tree.h). Every mutating call
-// answers EROFS; FIFOs, sockets and devices cannot be opened (EPERM).
+// open is answered without keep_cache. One thread records a change and invalidates; an open
+// that finds no change while that invalidation is still under way is answered without
+// keep_cache and with direct I/O: it read the fresh attributes, but the kernel may still hold
+// the old size and pages. Backing files are reached
+// beneath the backing root with no link followed, and a file opened for its bytes must be the
+// listed version: another file under its name is ESTALE for that open, never its bytes
+// (cache/backing_tree.h). Every mutating call answers EROFS; FIFOs, sockets and devices cannot be
+// opened (EPERM).
 //
 // No-open mode (config.no_open, docs/NO-OPEN.md): the kernel sends no OPEN or RELEASE and a READ
 // names only the inode. FileForRead gives the READ a kept file (fs/kept_files.h): the file's first
@@ -25,6 +29,7 @@
 
 #include <sys/statvfs.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -97,9 +102,12 @@ struct OpenResult {
   // defer_backing false on a thread that may wait (fs/fuse/backing_calls.h).
   bool deferred = false;
   bool keep_cache = true;
-  // With revalidate=open: opens of another version of this file are still live, and their reads
-  // may fill the kernel's shared page cache with their version's bytes; this open's reads must
-  // bypass it (FOPEN_DIRECT_IO). docs/RELIABILITY.md, backing store faults, finding 2.
+  // With revalidate=open, this open's reads must bypass the kernel's page cache and its cached
+  // size (FOPEN_DIRECT_IO): opens of another version of this file are still live, and their reads
+  // may fill the shared page cache with their version's bytes; or this open is of a version a
+  // change recorded since its open began has superseded; or another thread's invalidation of a
+  // change is under way, and the kernel may still hold the old size and pages.
+  // docs/RELIABILITY.md, backing store faults, finding 2.
   bool direct_io = false;
 };
 
@@ -119,6 +127,14 @@ struct FileSystemConfig {
   // No-open mode (see the top of this file): READs by inode from at most `kept_files` kept files.
   bool no_open = false;
   size_t kept_files = 1024;
+  // With revalidate=open, the settle time (the mount's --stage-settle, 0 = off): an open of a
+  // file whose ctime is within it of now is answered without keep_cache, and the first open
+  // after the file has settled drops the kernel's pages and attributes. A write sets ctime when
+  // it begins, so while it is under way the file already has the identity it will have when it
+  // ends; pages read meanwhile (new bytes up to where the write has got, old ones after) would
+  // stay cached with no change left to find (docs/RELIABILITY.md, backing store faults,
+  // finding 2; the stager's settle rule, cache/stager.h, for copies).
+  uint64_t settle_ns = 0;
 };
 
 class FileSystem {
@@ -221,19 +237,40 @@ class FileSystem {
   Result<int> SwitchToBacking(OpenFile& file, int copy_fd);
   // The listed version of backing file `path`, beneath the root (ESTALE if another is there).
   Result<int> OpenBacking(const std::string& path, const FileIdentity& identity);
-  // With revalidate=open: stats the backing file; updates the manifest and drops a stale copy
-  // if it changed. Returns whether it changed.
-  // `in_getattr`: the caller answers a GETATTR with the fresh attributes, so the kernel's pages
-  // are dropped at the file's next open (pages_to_drop_) rather than by an invalidation now.
-  Result<bool> Revalidate(ManifestNode* node, bool in_getattr);
-  // Whether a GETATTR found `ino` changed since its last open (and forgets it).
-  bool TakePagesToDrop(uint64_t ino);
+  // With revalidate=open: stats the backing file; if it changed, updates the manifest, drops a
+  // stale copy and invalidates the kernel's caches (kRecorded), unless another thread recorded
+  // that very change since `node` was read (kRecordedElsewhere: `node` is updated, nothing else
+  // done). `in_getattr`: the caller answers a GETATTR with the fresh attributes, so the kernel's
+  // pages are dropped at the file's next open (pages_to_drop_) rather than by an invalidation now.
+  enum class Revalidated { kSame, kRecorded, kRecordedElsewhere };
+  Result<Revalidated> Revalidate(ManifestNode* node, bool in_getattr);
+  // Kernel invalidations of an inode under way. A thread that found a change counts one from
+  // before it updates the manifest until it has told the kernel (or, in a GETATTR, has queued
+  // the pages for the next open: at_next_open; false if the queue is full, nothing ended, and
+  // the caller invalidates now and ends it then).
+  void BeginInvalidation(uint64_t ino);
+  bool EndInvalidation(uint64_t ino, bool at_next_open);
+  // For an open that found no change: kThisOpen if it must invalidate the inode before its
+  // reply, because a GETATTR found it changed since its last open or the last open of an old
+  // version went (pages_to_drop_), or it has settled since an open found it unsettled
+  // (unsettled_; both forgotten here; one invalidation is counted as begun, and the
+  // caller invalidates and calls EndInvalidation); kUnderWay if another thread's invalidation is
+  // still under way (the open must not be answered from the kernel's caches).
+  enum class DueInvalidation { kNone, kThisOpen, kUnderWay };
+  DueInvalidation BeginDueInvalidation(uint64_t ino);
+  // An open found `ino` unsettled (FileSystemConfig::settle_ns) until `settled_at` (realtime ns).
+  void NoteUnsettled(uint64_t ino, int64_t settled_at);
   // With revalidate=open: counts a live open of version `identity` of `ino`; true if opens of
   // another version are live (the open is then answered with direct I/O).
   bool NoteLiveOpen(uint64_t ino, const FileIdentity& identity);
-  // ... and its release. When the last open of a version other than the newest opened goes, the
+  // ... and its release. When the last open of a version the manifest no longer lists goes, the
   // pages it may have read are dropped at the file's next open (pages_to_drop_).
   void NoteLiveRelease(uint64_t ino, const FileIdentity& identity);
+  // Whether `identity` is the version of `ino` the manifest lists now (false if it cannot say).
+  // An open counted live (NoteLiveOpen) of another version began before a change that another
+  // thread recorded since: it is answered with direct I/O, so that its bytes never enter the
+  // page cache opens of the new version read.
+  bool IsCurrentVersion(uint64_t ino, const FileIdentity& identity);
 
   FileSystemConfig config_;
   std::shared_ptr<const BackingTree> backing_;  // null if it could not be opened
@@ -256,12 +293,14 @@ class FileSystem {
   uint64_t start_realtime_ns_;
   std::string control_socket_;
   static constexpr size_t kMaxPagesToDrop = 65536;  // beyond it, invalidate at once
-  std::mutex pages_mu_;                             // guards pages_to_drop_
+  std::mutex pages_mu_;  // guards pages_to_drop_, invalidating_ and unsettled_
   std::unordered_set<uint64_t> pages_to_drop_;
-  // With revalidate=open, per inode with live opens: the identity of its newest open and the
-  // live opens of each version.
+  std::unordered_map<uint64_t, uint32_t> invalidating_;  // inode -> invalidations under way
+  std::unordered_map<uint64_t, int64_t> unsettled_;      // inode -> when it settles (realtime)
+  // Striped by inode: a change is recorded in the manifest by one thread (Revalidate).
+  std::array<std::mutex, 64> record_mu_;
+  // With revalidate=open, per inode with live opens: the live opens of each version.
   struct LiveOpens {
-    FileIdentity newest;
     std::vector<std::pair<FileIdentity, uint64_t>> versions;  // few: usually one
   };
   std::mutex live_mu_;  // guards live_opens_

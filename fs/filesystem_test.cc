@@ -9,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/cache_opener.h"
@@ -59,6 +61,7 @@ class FileSystemTest : public ::testing::Test {
     config.read_through = read_through;
     config.no_open = no_open_;
     config.kept_files = kept_files_;
+    config.settle_ns = settle_ns_;
     fs_ = std::make_unique<FileSystem>(config, cache_stack_->manifest.get(),
                                        cache_stack_->store.get(), stager_.get(), env);
   }
@@ -125,6 +128,7 @@ class FileSystemTest : public ::testing::Test {
 
   bool no_open_ = false;
   size_t kept_files_ = 1024;
+  uint64_t settle_ns_ = 0;
   TempDir backing_;
   TempDir cache_;
   std::unique_ptr<OpenedCache> cache_stack_;
@@ -477,6 +481,166 @@ TEST_F(FileSystemTest, AChangeAGetattrFoundInvalidatesTheInodeAtTheNextOpen) {
   EXPECT_TRUE(again->keep_cache);
   EXPECT_EQ(notifier.invalidated.size(), 1u);
   fs_->Release(std::move(again->file));
+  fs_->set_notifier(nullptr);
+}
+
+// Runs an open of the inode it is asked to invalidate, once, before it "tells the kernel": an open
+// that arrives on another thread while the thread that found a change has updated the manifest
+// but not yet invalidated the kernel's caches.
+class OpenWhileInvalidatingNotifier : public KernelNotifier {
+ public:
+  explicit OpenWhileInvalidatingNotifier(FileSystem* fs) : fs_(fs) {}
+  void InvalidateInode(uint64_t ino) override {
+    if (nested_runs_ < nested_opens_wanted) {
+      ++nested_runs_;
+      auto opened = fs_->Open(ino, O_RDONLY);
+      if (opened.ok()) {
+        nested_keep_cache.push_back(opened->keep_cache);
+        nested_direct_io.push_back(opened->direct_io);
+        fs_->Release(std::move(opened->file));
+      }
+    }
+    invalidated.push_back(ino);
+  }
+  int nested_opens_wanted = 1;
+  std::vector<bool> nested_keep_cache;  // of each nested open
+  std::vector<bool> nested_direct_io;
+  std::vector<uint64_t> invalidated;  // in the order they reached the kernel
+
+ private:
+  FileSystem* fs_;
+  int nested_runs_ = 0;
+};
+
+// docs/RELIABILITY.md, backing store faults, finding 2 (the stale reads that remained): an open
+// that finds no change because another thread has just recorded it, before that thread has told
+// the kernel, must not be answered from the kernel's caches (the old size and pages): it reads
+// with direct I/O, and sends no invalidation of its own (the other thread's comes; one more
+// could cross the READs of the opens that thread answers).
+TEST_F(FileSystemTest, AnOpenDuringAnotherThreadsInvalidationBypassesTheKernelsCaches) {
+  Open(Revalidate::kOpen);
+  OpenWhileInvalidatingNotifier notifier(fs_.get());
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, grown longer than before");
+  auto opened = fs_->Open(ino, O_RDONLY);  // finds the change; the nested open runs meanwhile
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_FALSE(opened->keep_cache);
+  EXPECT_FALSE(opened->direct_io);  // its reads come after its invalidation
+  ASSERT_EQ(notifier.nested_keep_cache.size(), 1u);
+  EXPECT_FALSE(notifier.nested_keep_cache[0]) << "answered from the kernel's stale caches";
+  EXPECT_TRUE(notifier.nested_direct_io[0]) << "answered from the kernel's stale caches";
+  EXPECT_EQ(notifier.invalidated, std::vector<uint64_t>{ino});
+  fs_->Release(std::move(opened->file));
+  // Once the kernel is told, opens read through its caches again.
+  auto later = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->keep_cache);
+  EXPECT_FALSE(later->direct_io);
+  EXPECT_EQ(notifier.invalidated.size(), 1u);
+  fs_->Release(std::move(later->file));
+  EXPECT_EQ(fs_->counters().stale_detected.value.load(), 1u);
+  fs_->set_notifier(nullptr);
+}
+
+// The same for the invalidation a GETATTR's finding leaves to the next open: while that open is
+// telling the kernel, another open must not be answered from its caches either.
+TEST_F(FileSystemTest, AnOpenDuringTheInvalidationAGetattrLeftBypassesTheKernelsCaches) {
+  Open(Revalidate::kOpen);
+  OpenWhileInvalidatingNotifier notifier(fs_.get());
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, grown longer than before");
+  ASSERT_TRUE(fs_->GetAttr(ino).ok());  // finds the change, leaves the pages to the next open
+  EXPECT_TRUE(notifier.invalidated.empty());
+  auto opened = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_FALSE(opened->keep_cache);
+  ASSERT_EQ(notifier.nested_keep_cache.size(), 1u);
+  EXPECT_FALSE(notifier.nested_keep_cache[0]) << "answered from the kernel's stale caches";
+  EXPECT_TRUE(notifier.nested_direct_io[0]) << "answered from the kernel's stale caches";
+  EXPECT_EQ(notifier.invalidated, std::vector<uint64_t>{ino});
+  fs_->Release(std::move(opened->file));
+  auto later = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->keep_cache);
+  fs_->Release(std::move(later->file));
+  fs_->set_notifier(nullptr);
+}
+
+// docs/RELIABILITY.md, backing store faults, finding 2: an open that began before a change and is
+// counted live after another thread recorded it (and, here, after that thread's opens are gone)
+// is of a superseded version: its bytes must not enter the page cache, and once it goes the next
+// open drops the pages. (Before, the release compared with the newest version opened, which such
+// a late open of the old version had become.)
+TEST_F(FileSystemTest, AnOpenOfAVersionSupersededWhileItOpenedKeepsOutOfThePageCache) {
+  FaultInjectionEnv env;
+  Open(Revalidate::kOpen, true, &env);
+  RecordingNotifier notifier;
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  stager_->WaitIdle();  // staged: the late open below is a hit on the old copy
+  // While the late open opens the old copy (it stat'ed the file before the change), the file is
+  // rewritten and another open records the change, reads and goes.
+  env.AfterOpen(cache_.path() + "/data/", [&] {
+    testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, of another length");
+    auto other = fs_->Open(ino, O_RDONLY);
+    ASSERT_TRUE(other.ok()) << other.status().message();
+    EXPECT_FALSE(other->keep_cache);
+    fs_->Release(std::move(other->file));
+  });
+  auto late = fs_->Open(ino, O_RDONLY, /*open_copy_now=*/true);
+  ASSERT_TRUE(late.ok()) << late.status().message();
+  EXPECT_TRUE(late->file->from_cache);
+  EXPECT_TRUE(late->direct_io) << "the old version's bytes would enter the page cache";
+  const size_t invalidations = notifier.invalidated.size();
+  fs_->Release(std::move(late->file));
+  auto next = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->keep_cache) << "the pages the late open may have read were kept";
+  EXPECT_EQ(notifier.invalidated.size(), invalidations + 1);
+  fs_->Release(std::move(next->file));
+  fs_->set_notifier(nullptr);
+  Close();  // before `env` goes
+}
+
+// The settle rule for the page cache: a file changed within the settle time may still be being
+// written (its ctime is set when a write begins), so pages read from it then may be half new,
+// half old, with no change left to find once the write ends. Its opens keep no pages from before
+// them, and the first open after it has settled drops the pages read meanwhile.
+TEST_F(FileSystemTest, UnderRevalidateOpenPagesReadBeforeAFileSettledAreDroppedOnceItHas) {
+  settle_ns_ = 300'000'000;  // 300 ms
+  Open(Revalidate::kOpen);
+  RecordingNotifier notifier;
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));  // SetUp's write has settled
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, written just now");
+  auto changed = fs_->Open(ino, O_RDONLY);  // finds the change: invalidates
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  EXPECT_FALSE(changed->keep_cache);
+  EXPECT_FALSE(changed->direct_io);  // mmap works
+  fs_->Release(std::move(changed->file));
+  auto unsettled = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(unsettled.ok());
+  EXPECT_FALSE(unsettled->keep_cache);
+  EXPECT_FALSE(unsettled->direct_io);
+  fs_->Release(std::move(unsettled->file));
+  EXPECT_EQ(notifier.invalidated.size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  auto settled = fs_->Open(ino, O_RDONLY);  // drops what was read before it settled
+  ASSERT_TRUE(settled.ok());
+  EXPECT_FALSE(settled->keep_cache);
+  EXPECT_EQ(notifier.invalidated.size(), 2u);
+  fs_->Release(std::move(settled->file));
+  auto later = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->keep_cache);
+  EXPECT_EQ(notifier.invalidated.size(), 2u);
+  fs_->Release(std::move(later->file));
   fs_->set_notifier(nullptr);
 }
 

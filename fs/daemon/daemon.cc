@@ -386,6 +386,7 @@ Status StartDaemon(Daemon* d) {
                              d->options.read_through};
   fs_config.no_open = d->options.open_mode == OpenMode::kNoOpen;
   fs_config.kept_files = d->options.kept_files;
+  fs_config.settle_ns = d->options.stage_settle_ns;  // for the page cache under revalidate=open
   d->fs = std::make_unique<FileSystem>(fs_config, d->manifest.get(), d->store.get(),
                                        d->stager.get(), env);
   d->fs->counters().stale_at_mount.Add(stale_at_mount);
