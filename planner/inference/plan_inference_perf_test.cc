@@ -44,18 +44,29 @@ double ThreadCpuSeconds() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+// InferPlan timed: CPU of every thread it ran on, and wall time.
+struct TimedSearch {
+  InferenceResult r;
+  double cpu = 0;
+  double seconds = 0;
+};
+TimedSearch TimeSearch(const std::vector<Observation>& trace, const InferenceOptions& o) {
+  TimedSearch t;
+  auto start = std::chrono::steady_clock::now();
+  double cpu_start = ThreadCpuSeconds();
+  t.r = InferPlan(trace, kImageNet, o);
+  t.cpu = ThreadCpuSeconds() - cpu_start + t.r.helper_cpu_seconds;
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return t;
+}
+
 void Search(uint64_t seeds, uint64_t s, bool popular, uint32_t threads = 1) {
   InferenceOptions o;
   o.threads = threads;
   o.max_seed_plus_epoch = seeds;
   if (!popular) o.popular_seeds.clear();
   o.search_every_sampler = popular;  // what a search costs when no torch-distributed class is found
-  std::vector<Observation> trace = ImageNetTrace(s);
-  auto start = std::chrono::steady_clock::now();
-  double cpu_start = ThreadCpuSeconds();
-  InferenceResult r = InferPlan(trace, kImageNet, o);
-  double cpu = ThreadCpuSeconds() - cpu_start + r.helper_cpu_seconds;
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto [r, cpu, seconds] = TimeSearch(ImageNetTrace(s), o);
   printf(
       "n %llu, %llu seeds x world <= 1024%s, %u thread%s: %.2f s CPU, %.2f s wall (stage 1 %.2f s, "
       "stage 2 %.2f "
@@ -92,11 +103,7 @@ void OneReaderSearch(uint64_t s, uint64_t seeds, uint32_t threads) {
   o.max_seed_plus_epoch = seeds;
   o.threshold_candidates = InferenceCandidates(whole, kImageNet);
   o.threads = threads;
-  auto start = std::chrono::steady_clock::now();
-  double cpu_start = ThreadCpuSeconds();
-  InferenceResult r = InferPlan(trace, kImageNet, o);
-  double cpu = ThreadCpuSeconds() - cpu_start + r.helper_cpu_seconds;
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto [r, cpu, seconds] = TimeSearch(trace, o);
   printf(
       "one reader, 16 opens, seed + epoch < %llu, %u thread%s: %.2f s CPU, %.2f s wall (stage 1 "
       "%.2f s, stage 2 %.2f s: %llu survivors, the rest %.2f s): %s\n",
