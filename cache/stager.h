@@ -130,6 +130,17 @@ class StagingQueue {
   // Drops a pending request that no caller waits on; true if dropped.
   virtual bool CancelUnwaited(const std::string& path) = 0;
   virtual StagerStats stats() = 0;
+  // Whether a copy of `path` queued now would be read from the backing store. A copy that loses
+  // the race with its reader then reads the file a second time, so a prefetcher leaves files
+  // close to the reader alone; a copy that comes from elsewhere (a peer) costs the backing store
+  // nothing when it loses, so it is always worth asking for.
+  virtual bool CopiesFromBackingStore(const std::string& /*path*/) { return true; }
+  // The counters of the copies read from the backing store alone (what a prefetcher's estimate of
+  // the time a backing copy takes needs): stats() unless copies also come from elsewhere.
+  virtual StagerStats backing_stats() { return stats(); }
+  // Bytes of the capacity held for copies that must stay (a peer job's home files): the room a
+  // prefetcher may fill with copies from elsewhere is the capacity less these.
+  virtual uint64_t held_bytes() { return 0; }
 };
 
 class Stager final : public StagingQueue {

@@ -14,6 +14,13 @@
 #include "planner/base/name_escape.h"
 
 namespace clairfs {
+namespace {
+
+uint64_t Nanos(std::chrono::steady_clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+}  // namespace
 
 PeerDeliverer::PeerDeliverer(ContentStore* store, Manifest* manifest,
                              std::shared_ptr<const PeerKey> key, Outcome on_outcome,
@@ -117,7 +124,7 @@ Status PeerDeliverer::Deliver(const std::string& path, const CopySeal& claimed) 
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(Job{path, file, claimed});
+    jobs_.push_back(Job{path, file, claimed, std::chrono::steady_clock::now()});
   }
   cv_.notify_one();
   return Status::Ok();
@@ -166,6 +173,7 @@ PeerDeliveryStats PeerDeliverer::stats() {
 }
 
 void PeerDeliverer::Work() {
+  std::vector<char> buffer(1 << 20);
   for (;;) {
     Job job;
     {
@@ -175,11 +183,12 @@ void PeerDeliverer::Work() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    Publish(std::move(job));
+    Publish(std::move(job), &buffer);
   }
 }
 
-void PeerDeliverer::Publish(Job job) {
+void PeerDeliverer::Publish(Job job, std::vector<char>* buffer) {
+  const auto started = std::chrono::steady_clock::now();
   const std::string name = EscapeName(job.path);
   auto reject = [&](const std::string& why) {
     close(job.file.fd);
@@ -199,7 +208,7 @@ void PeerDeliverer::Publish(Job job) {
     return;
   }
   Sha256Stream digest;
-  std::vector<char> buf(1 << 20);
+  std::vector<char>& buf = *buffer;
   uint64_t offset = 0;
   Status copied;
   while (offset < job.file.size && copied.ok()) {
@@ -237,10 +246,19 @@ void PeerDeliverer::Publish(Job job) {
   auto* owned = new StagingSlot(std::move(*slot));
   const uint64_t size = job.file.size;
   const std::string path = job.path;
+  const auto opened = job.file.opened;
+  const auto delivered = job.delivered;
   committer_->Submit(
       owned, job.file.identity,
-      [this, owned, path, size](const Status& status) {
+      [this, owned, path, size, opened, delivered, started](const Status& status) {
         delete owned;
+        if (status.ok()) {
+          const auto now = std::chrono::steady_clock::now();
+          std::lock_guard<std::mutex> lock(mu_);
+          stats_.filling_ns += Nanos(delivered - opened);
+          stats_.queued_ns += Nanos(started - delivered);
+          stats_.publishing_ns += Nanos(now - started);
+        }
         Finish(path, status, status.ok() ? size : 0);
       },
       job.claimed, CopyOrigin::kPeer);

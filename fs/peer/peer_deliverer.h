@@ -42,7 +42,8 @@ struct PeerDelivererOptions {
   size_t max_open = 64;
   uint64_t max_open_bytes = uint64_t{256} << 20;
   std::chrono::milliseconds open_timeout{30000};
-  int workers = 2;
+  // Each publish waits on its fsync: workers overlap them (the device merges concurrent ones).
+  int workers = 4;
 };
 
 struct PeerDeliveryStats {
@@ -51,6 +52,12 @@ struct PeerDeliveryStats {
   uint64_t rejected = 0;  // size, digest, authenticator or seal wrong
   uint64_t dropped = 0;   // opened and never delivered in time
   uint64_t open = 0;      // memory files handed out and not delivered yet
+  // Where a published transfer's time went, summed over the published files: from handing out
+  // the memory file to the agent's delivery (the peers' part), from the delivery to a worker
+  // taking it (the queue), and from there to the index entry (check, copy, fsync, commit).
+  uint64_t filling_ns = 0;
+  uint64_t queued_ns = 0;
+  uint64_t publishing_ns = 0;
 };
 
 class PeerDeliverer {
@@ -94,10 +101,11 @@ class PeerDeliverer {
     std::string path;
     Opened file;
     CopySeal claimed;
+    std::chrono::steady_clock::time_point delivered;
   };
   void Work();
   // Checks and copies one delivery into a staging slot; the slot is then the committer's.
-  void Publish(Job job);
+  void Publish(Job job, std::vector<char>* buffer);
   void Finish(const std::string& path, const Status& status, uint64_t bytes);
 
   ContentStore* store_;

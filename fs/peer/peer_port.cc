@@ -464,7 +464,7 @@ Result<json> PeerPort::Attach(const json& request) {
     held_bytes += size_of(f);
   }
   s_.store->SetHolds(holds);
-  s_.queue->Attach(std::move(own_paths), std::chrono::milliseconds(*deadline));
+  s_.queue->Attach(std::move(own_paths), std::chrono::milliseconds(*deadline), held_bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
     attached_ = true;
@@ -588,8 +588,18 @@ json PeerPort::StatusJson() {
   j["copies_served"] = copies_served_;
   j["bytes_served"] = bytes_served_;
   const PeerQueueStats q = s_.queue->peer_stats();
-  j["wants"] = {{"offered", q.wants},   {"delivered", q.delivered}, {"failed", q.failed},
-                {"expired", q.expired}, {"waiting", q.waiting},     {"taken", q.taken}};
+  j["wants"] = {
+      {"offered", q.wants},
+      {"delivered", q.delivered},
+      {"failed", q.failed},
+      {"expired", q.expired},
+      {"waiting", q.waiting},
+      {"taken", q.taken},
+      {"withdrawn", q.withdrawn},
+      {"kept_in_flight", q.kept_in_flight},
+      {"delivery_ms_mean", q.delivered_timed == 0 ? 0.0
+                                                  : static_cast<double>(q.delivery_ns) / 1e6 /
+                                                        static_cast<double>(q.delivered_timed)}};
   if (deliverer_) {
     const PeerDeliveryStats d = deliverer_->stats();
     j["received"] = {{"files", d.published},
@@ -597,6 +607,12 @@ json PeerPort::StatusJson() {
                      {"rejected", d.rejected},
                      {"dropped", d.dropped},
                      {"open", d.open}};
+    if (d.published > 0) {
+      const double n = static_cast<double>(d.published) * 1e6;
+      j["received"]["ms_mean"] = {{"filling", static_cast<double>(d.filling_ns) / n},
+                                  {"queued", static_cast<double>(d.queued_ns) / n},
+                                  {"publishing", static_cast<double>(d.publishing_ns) / n}};
+    }
   }
   return j;
 }

@@ -8,7 +8,13 @@ bool PeerStagingQueue::Prefetch(const std::string& path, const FileIdentity& ide
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (attached_ && own_files_.count(path) == 0 && to_stager_.count(path) == 0) {
-      if (wants_.count(path) != 0) return false;
+      auto again = wants_.find(path);
+      if (again != wants_.end()) {
+        // Withdrawn while the agent brings it, now wanted again: the transfer still counts.
+        const bool revived = again->second.withdrawn;
+        again->second.withdrawn = false;
+        return revived;
+      }
       wants_.emplace(path, Want{identity, priority, false, Clock::now() + deadline_});
       std::deque<std::string>& order = priority == StagePriority::kHigh ? order_high_ : order_;
       order.push_back(path);
@@ -33,10 +39,32 @@ bool PeerStagingQueue::Prefetch(const std::string& path, const FileIdentity& ide
 bool PeerStagingQueue::CancelUnwaited(const std::string& path) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (wants_.erase(path) != 0) return true;
+    auto it = wants_.find(path);
+    if (it != wants_.end()) {
+      // A want the agent is bringing is left to arrive: the transfer is under way, and a copy
+      // that arrives after its reader costs the PFS nothing (the policy evicts it if unneeded).
+      if (it->second.taken) {
+        if (!it->second.withdrawn) ++stats_.kept_in_flight;
+        it->second.withdrawn = true;
+        return true;
+      }
+      ++stats_.withdrawn;
+      wants_.erase(it);
+      return true;
+    }
     to_stager_.erase(path);
   }
   return inner_->CancelUnwaited(path);
+}
+
+uint64_t PeerStagingQueue::held_bytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return attached_ ? held_bytes_ : 0;
+}
+
+bool PeerStagingQueue::CopiesFromBackingStore(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !attached_ || own_files_.count(path) != 0 || to_stager_.count(path) != 0;
 }
 
 StagerStats PeerStagingQueue::stats() {
@@ -55,10 +83,11 @@ StagerStats PeerStagingQueue::stats() {
 }
 
 void PeerStagingQueue::Attach(std::unordered_set<std::string> own_files,
-                              std::chrono::milliseconds deadline) {
+                              std::chrono::milliseconds deadline, uint64_t held_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   attached_ = true;
   deadline_ = deadline;
+  held_bytes_ = held_bytes;
   own_files_ = std::move(own_files);
 }
 
@@ -69,7 +98,9 @@ void PeerStagingQueue::Detach() {
     attached_ = false;
     own_files_.clear();
     to_stager_.clear();
-    left.assign(wants_.begin(), wants_.end());
+    for (auto& [path, want] : wants_) {
+      if (!want.withdrawn) left.emplace_back(path, want);
+    }
     wants_.clear();
     order_high_.clear();
     order_.clear();
@@ -92,6 +123,7 @@ std::vector<PeerWant> PeerStagingQueue::TakeWants(size_t max, Clock::time_point 
       auto it = wants_.find(path);
       if (it == wants_.end() || it->second.taken) continue;  // cancelled, or offered again
       it->second.taken = true;
+      it->second.taken_at = now;
       it->second.deadline = now + deadline_;
       out.push_back(PeerWant{std::move(path), it->second.identity});
     }
@@ -101,7 +133,16 @@ std::vector<PeerWant> PeerStagingQueue::TakeWants(size_t max, Clock::time_point 
 
 void PeerStagingQueue::Delivered(const std::string& path, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  wants_.erase(path);
+  auto it = wants_.find(path);
+  if (it != wants_.end()) {
+    if (it->second.taken) {
+      stats_.delivery_ns += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - it->second.taken_at)
+              .count());
+      ++stats_.delivered_timed;
+    }
+    wants_.erase(it);
+  }
   to_stager_.erase(path);
   ++stats_.delivered;
   stats_.bytes_delivered += bytes;
@@ -113,8 +154,10 @@ bool PeerStagingQueue::Failed(const std::string& path) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = wants_.find(path);
     if (it == wants_.end()) return false;
-    failed.emplace_back(it->first, it->second);
-    to_stager_.insert(it->first);
+    if (!it->second.withdrawn) {
+      failed.emplace_back(it->first, it->second);
+      to_stager_.insert(it->first);
+    }
     wants_.erase(it);
     ++stats_.failed;
   }
@@ -128,14 +171,16 @@ size_t PeerStagingQueue::Expire(Clock::time_point now) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = wants_.begin(); it != wants_.end();) {
       if (it->second.deadline <= now) {
-        expired.emplace_back(it->first, it->second);
-        to_stager_.insert(it->first);
+        if (!it->second.withdrawn) {
+          expired.emplace_back(it->first, it->second);
+          to_stager_.insert(it->first);
+        }
+        ++stats_.expired;
         it = wants_.erase(it);
       } else {
         ++it;
       }
     }
-    stats_.expired += expired.size();
   }
   ToStager(expired);
   return expired.size();

@@ -41,6 +41,10 @@ struct PeerQueueStats {
   uint64_t failed = 0;           // given up by the agent (staged from the PFS)
   uint64_t expired = 0;          // past their deadline (staged from the PFS)
   uint64_t bytes_delivered = 0;  // of the delivered files
+  uint64_t withdrawn = 0;        // by the prefetcher before the agent took them
+  uint64_t kept_in_flight = 0;   // withdrawals refused: the agent was bringing the file
+  uint64_t delivery_ns = 0;      // from taking to delivery, summed over delivered_timed files
+  uint64_t delivered_timed = 0;  // delivered while still wanted
   uint64_t waiting = 0;          // not taken yet
   uint64_t taken = 0;            // taken by the agent, not delivered yet
 };
@@ -56,10 +60,16 @@ class PeerStagingQueue final : public StagingQueue {
                 StagePriority priority) override;
   bool CancelUnwaited(const std::string& path) override;
   StagerStats stats() override;
+  // False for a file that would be a want now (another node's file while an agent is attached).
+  bool CopiesFromBackingStore(const std::string& path) override;
+  StagerStats backing_stats() override { return inner_->stats(); }
+  uint64_t held_bytes() override;
 
   // An agent attached: from now on, prefetches of files other than `own_files` become wants,
   // each staged from the PFS if not delivered within `deadline` of its offer or of its taking.
-  void Attach(std::unordered_set<std::string> own_files, std::chrono::milliseconds deadline);
+  // `held_bytes`: what the store holds of the own files (held_bytes()).
+  void Attach(std::unordered_set<std::string> own_files, std::chrono::milliseconds deadline,
+              uint64_t held_bytes = 0);
   // The agent left: every want goes to the stager.
   void Detach();
   bool attached();
@@ -82,6 +92,10 @@ class PeerStagingQueue final : public StagingQueue {
     StagePriority priority = StagePriority::kNormal;
     bool taken = false;
     Clock::time_point deadline{};  // from the offer, then from the taking
+    Clock::time_point taken_at{};
+    // Withdrawn by the prefetcher while the agent was bringing it: left to arrive, but never
+    // staged from the PFS if it fails or expires (nobody wants it any more).
+    bool withdrawn = false;
   };
   // Hands `wants` to the stager (lock not held).
   void ToStager(const std::vector<std::pair<std::string, Want>>& wants);
@@ -90,6 +104,7 @@ class PeerStagingQueue final : public StagingQueue {
   std::mutex mu_;  // guards everything below
   bool attached_ = false;
   std::chrono::milliseconds deadline_{1000};
+  uint64_t held_bytes_ = 0;
   std::unordered_set<std::string> own_files_;
   std::unordered_map<std::string, Want> wants_;
   // Wants handed to the stager (failed or expired): asked again, they stay the stager's, which

@@ -125,6 +125,57 @@ TEST(PeerQueueTest, CancelAndDetach) {
 namespace clairfs {
 namespace {
 
+TEST(PeerQueueTest, SaysWhichFilesComeFromThePfsAndWhatIsHeld) {
+  RecordingQueue stager;
+  PeerStagingQueue queue(&stager);
+  EXPECT_TRUE(queue.CopiesFromBackingStore("x"));
+  EXPECT_EQ(queue.held_bytes(), 0u);
+  queue.Attach({"mine"}, 1000ms, 4096);
+  EXPECT_TRUE(queue.CopiesFromBackingStore("mine"));
+  EXPECT_FALSE(queue.CopiesFromBackingStore("x"));
+  EXPECT_EQ(queue.held_bytes(), 4096u);
+  EXPECT_EQ(queue.backing_stats().files_staged, 7u);
+  // A want handed to the stager is the PFS's from then on.
+  ASSERT_TRUE(queue.Prefetch("x", kId, StagePriority::kNormal));
+  ASSERT_EQ(queue.TakeWants(1).size(), 1u);
+  ASSERT_TRUE(queue.Failed("x"));
+  EXPECT_TRUE(queue.CopiesFromBackingStore("x"));
+  queue.Detach();
+  EXPECT_TRUE(queue.CopiesFromBackingStore("y"));
+  EXPECT_EQ(queue.held_bytes(), 0u);
+}
+
+TEST(PeerQueueTest, AWantWithdrawnWhileTheAgentBringsItArrivesButNeverFallsBackToThePfs) {
+  RecordingQueue stager;
+  PeerStagingQueue queue(&stager);
+  queue.Attach({}, 100ms);
+  const auto t0 = PeerStagingQueue::Clock::now();
+  for (const char* p : {"a", "b", "c", "d"})
+    ASSERT_TRUE(queue.Prefetch(p, kId, StagePriority::kNormal));
+  ASSERT_EQ(queue.TakeWants(4, t0).size(), 4u);
+  for (const char* p : {"a", "b", "c", "d"}) EXPECT_TRUE(queue.CancelUnwaited(p));
+  EXPECT_TRUE(stager.cancelled.empty());
+  EXPECT_EQ(queue.peer_stats().kept_in_flight, 4u);
+  EXPECT_EQ(queue.stats().in_flight, 4u);  // the transfers go on
+  // Wanted again while still on its way: the same transfer, no second want.
+  EXPECT_TRUE(queue.Prefetch("c", kId, StagePriority::kNormal));
+  EXPECT_TRUE(queue.TakeWants(10, t0).empty());
+  EXPECT_TRUE(queue.Failed("a"));  // withdrawn: dropped, not staged from the PFS
+  queue.Delivered("d", 10);        // arrives though withdrawn: published, counted
+  EXPECT_EQ(queue.peer_stats().delivered, 1u);
+  // Past the deadline: b, withdrawn, is dropped; c, wanted again, goes to the stager.
+  EXPECT_EQ(queue.Expire(t0 + 200ms), 1u);
+  EXPECT_EQ(stager.prefetched, std::vector<std::string>{"c"});
+  EXPECT_EQ(queue.peer_stats().expired, 2u);
+  // Detach stages what is still wanted only.
+  ASSERT_TRUE(queue.Prefetch("e", kId, StagePriority::kNormal));
+  ASSERT_TRUE(queue.Prefetch("f", kId, StagePriority::kNormal));
+  ASSERT_EQ(queue.TakeWants(2).size(), 2u);
+  EXPECT_TRUE(queue.CancelUnwaited("e"));
+  queue.Detach();
+  EXPECT_EQ(stager.prefetched, (std::vector<std::string>{"c", "f"}));
+}
+
 TEST(PeerQueueTest, AFileHandedToTheStagerIsNotWantedAgain) {
   RecordingQueue stager;
   PeerStagingQueue queue(&stager);

@@ -326,7 +326,7 @@ std::optional<FileIdentity> PlanRuntime::IdentityOf(PlanTracker* tracker, uint32
 
 void PlanRuntime::UpdateLead(uint64_t cursor_time) {
   const uint64_t now = deps_.env->NowMonotonicNanos();
-  const StagerStats stats = deps_.stager->stats();
+  const StagerStats stats = deps_.stager->backing_stats();
   if (!sample_.started || cursor_time < sample_.cursor_time) {
     sample_ = LeadSample{true, now, cursor_time, stats.files_staged, 0, 0};
     return;
@@ -399,6 +399,12 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   uint64_t sum = 0;        // admitted bytes
   uint64_t new_bytes = 0;  // admitted bytes not staged yet
   uint64_t horizon = 0;
+  // With a peer job's home files held, files a peer brings may fill the room the holds leave,
+  // evicting copies of later use: a copy evicted too early comes back from a peer, not the PFS,
+  // and a transfer needs a longer lead than the prefetch depth gives a fast reader.
+  const uint64_t held = deps_.stager->held_bytes();
+  const uint64_t peer_room = held == 0 ? 0 : (budget > held ? budget - held : 0);
+  uint64_t peer_sum = 0;  // admitted bytes of files a peer brings
   seen_list_.clear();
   for (const PlannedFile& planned : upcoming) {
     // A file planned twice in the window (two epochs) counts once: its first use.
@@ -411,8 +417,14 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     if (alloc > budget - sum) break;
     // Beyond the prefetch depth, only into free space: evicting a retained file to stage one
     // early would cost a second copy of the evicted file.
-    const bool cached = deps_.store->Contains(tracker->PathOf(planned.file));
-    if (sum + alloc > depth && !cached && new_bytes + alloc > free) break;
+    const std::string& path = tracker->PathOf(planned.file);
+    const bool cached = deps_.store->Contains(path);
+    const bool from_peer = peer_room != 0 && !deps_.stager->CopiesFromBackingStore(path);
+    if (sum + alloc > depth && !cached && new_bytes + alloc > free &&
+        !(from_peer && peer_sum + alloc <= peer_room)) {
+      break;
+    }
+    if (from_peer) peer_sum += alloc;
     if (!cached) new_bytes += alloc;
     sum += alloc;
     horizon = planned.time;
@@ -422,7 +434,8 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   tracker->SetProtectUntil(horizon);
   // Files the reader will open before a copy started now could be published are left to it: a
   // copy that loses that race reads the file from the backing store a second time and evicts a
-  // file the plan still needs.
+  // file the plan still needs. Files a peer would bring are asked for all the same: losing costs
+  // the backing store nothing, and winning saves it a read.
   const uint64_t stage_from = upcoming.empty() ? 0 : upcoming.front().time + left_to_reader_.load();
   uint64_t lead = 0;
   bool contiguous = true;
@@ -433,7 +446,9 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
       continue;
     }
     contiguous = false;
-    if (a.time >= stage_from) to_stage.push_back(&a);
+    if (a.time >= stage_from || !deps_.stager->CopiesFromBackingStore(tracker->PathOf(a.file))) {
+      to_stage.push_back(&a);
+    }
   }
   std::unordered_set<std::string_view> staging;
   for (size_t i = 0; i < to_stage.size(); ++i) {

@@ -62,7 +62,19 @@ class FakeQueue : public StagingQueue {
     return s;
   }
 
+  // As the peer tier's queue: files a peer would bring, and the bytes held for home files.
+  bool CopiesFromBackingStore(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(mu);
+    return remote.count(path) == 0;
+  }
+  uint64_t held_bytes() override {
+    std::lock_guard<std::mutex> lock(mu);
+    return held;
+  }
+
   std::mutex mu;
+  std::set<std::string> remote;
+  uint64_t held = 0;
   std::set<std::string> queued;  // requested and neither completed nor withdrawn
   std::vector<std::pair<std::string, StagePriority>> requests;
   std::vector<std::string> cancelled;
@@ -390,6 +402,52 @@ TEST_F(PlanRuntimeTest, LeavesToTheReaderTheFilesItReachesBeforeACopyFinishes) {
   }
   EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 0u);
   EXPECT_EQ(queue_.queued, std::set<std::string>(order_.begin() + 32, order_.end()));
+}
+
+TEST_F(PlanRuntimeTest, FilesAPeerBringsAreAskedForInsideTheReadersLead) {
+  MakeDatasetAndStart(std::vector<uint64_t>(64, kBlock), "torch-distributed:seed=11,world=1",
+                      32 * kBlock);
+  // Every other file in plan order comes from a peer.
+  for (size_t i = 1; i < order_.size(); i += 2) queue_.remote.insert(order_[i]);
+  runtime_->RunPass();
+  ASSERT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 32));
+  // As in LeavesToTheReaderTheFilesItReachesBeforeACopyFinishes: 8 positions are left to the
+  // reader, but only the files the PFS would copy; a peer's copy that loses the race costs the
+  // PFS nothing, so those stay asked for.
+  queue_.in_flight = 4;
+  for (size_t i = 0; i < 16; ++i) ReaderOpens(order_[i]);
+  queue_.files_staged += 16;
+  clock_.AdvanceMs(125);
+  runtime_->RunPass();
+  EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 8u);
+  std::set<std::string> withdrawn(queue_.cancelled.begin(), queue_.cancelled.end());
+  std::set<std::string> expected_withdrawn(order_.begin(), order_.begin() + 16);
+  for (size_t i = 16; i < 24; i += 2) expected_withdrawn.insert(order_[i]);
+  EXPECT_EQ(withdrawn, expected_withdrawn);
+  for (size_t i = 17; i < 24; i += 2) EXPECT_EQ(queue_.queued.count(order_[i]), 1u) << i;
+}
+
+TEST_F(PlanRuntimeTest, FilesAPeerBringsFillTheRoomTheHoldsLeaveBeyondTheDepth) {
+  // 64 files of one block, room for 32: the prefetch depth is 4 blocks.
+  MakeDatasetAndStart(std::vector<uint64_t>(64, kBlock), "torch-distributed:seed=12,world=1",
+                      32 * kBlock);
+  runtime_->RunPass();
+  for (const std::string& path : Requested()) ASSERT_TRUE(Complete(path).ok());
+  for (size_t i = 0; i < 16; ++i) ReaderOpens(order_[i]);
+  // The cache is full: beyond the depth only free space may be filled, so nothing new.
+  const size_t before = queue_.requests.size();
+  runtime_->RunPass();
+  EXPECT_EQ(queue_.requests.size(), before);
+  // Files a peer brings, with 8 blocks held for home files: they may fill the other 24 blocks
+  // (16 of them the cached files the reader opens next), evicting copies of later use.
+  for (const std::string& path : order_) queue_.remote.insert(path);
+  queue_.held = 8 * kBlock;
+  runtime_->RunPass();
+  const std::vector<std::string> requested = Requested();
+  ASSERT_EQ(requested.size(), before + 8);
+  EXPECT_EQ(
+      std::vector<std::string>(requested.begin() + static_cast<long>(before), requested.end()),
+      std::vector<std::string>(order_.begin() + 32, order_.begin() + 40));
 }
 
 TEST_F(PlanRuntimeTest, AMismatchedReaderGetsThePlanDroppedAndItsRequestsWithdrawn) {

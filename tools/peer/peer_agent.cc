@@ -92,7 +92,10 @@ class Agent {
   // A daemon call; a link failure ends the agent (the mount went away).
   std::optional<LinkReply> Call(json request) {
     request["plan"] = plan_id_;
+    const Clock::time_point start = Clock::now();
     auto reply = link_.Call(request);
+    ++daemon_calls_;
+    daemon_call_time_ += Clock::now() - start;
     if (reply.ok()) return std::move(*reply);
     if (reply.status().code() == ENOTCONN || reply.status().code() == ETIMEDOUT ||
         reply.status().code() == ESTALE) {
@@ -129,6 +132,8 @@ class Agent {
   std::vector<std::string> lost_;
   uint64_t pulled_ = 0, pulled_bytes_ = 0, fetch_failures_ = 0, from_pfs_ = 0;
   uint64_t served_ = 0, refused_ = 0;
+  uint64_t daemon_calls_ = 0;
+  Clock::duration daemon_call_time_{};
 };
 
 void Agent::TakeWants(Clock::time_point now) {
@@ -297,6 +302,9 @@ void Agent::Report() {
                 {"fetches_in_flight", t.fetches_in_flight},
                 {"serves_in_flight", t.serves_in_flight},
                 {"retained_buffers", t.retained_buffers},
+                {"daemon_calls", daemon_calls_},
+                {"daemon_call_ms",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(daemon_call_time_).count()},
                 {"done", self_done_},
                 {"peers", peers}};
   Call({{"op", "report"}, {"agent", agent}});
