@@ -298,6 +298,8 @@ struct EpochRead {
   double seconds = 0;
   uint64_t files = 0, bytes = 0, verified = 0, expected = 0;
   double cpu_seconds = 0;
+  std::vector<double> node_seconds;  // when each node's last file was read
+  double read_ms_median = 0, read_ms_p99 = 0, read_ms_max = 0;  // one file's open to close
 };
 
 // Every node's reader for epoch `e`, all starting together; stops at the first wrong byte.
@@ -309,8 +311,12 @@ Result<EpochRead> ReadEpoch(const PeersArgs& a, const Inputs& in, size_t e,
   std::atomic<uint64_t> files{0}, bytes{0};
   std::vector<Status> errors(nodes * static_cast<size_t>(a.threads));
   std::vector<double> cpu(errors.size(), 0.0);
+  std::vector<double> done_at(errors.size(), 0.0);
+  std::vector<std::vector<double>> read_ms(errors.size());
   const auto work = std::chrono::microseconds(static_cast<int64_t>(a.work_ms * 1000));
   std::latch ready(static_cast<ptrdiff_t>(errors.size()) + 1);
+  // Set before the last arrival at `ready`, so every reader sees it once it is past the latch.
+  Clock::time_point start_line{};
   std::vector<std::thread> pool;
   for (size_t n = 0; n < nodes; ++n) {
     for (int t = 0; t < a.threads; ++t) {
@@ -321,11 +327,14 @@ Result<EpochRead> ReadEpoch(const PeersArgs& a, const Inputs& in, size_t e,
         ready.arrive_and_wait();
         const double cpu_start = ThreadCpuSeconds();
         const auto& order = in.orders[e][n];
+        read_ms[slot].reserve(order.size());
         for (size_t i = next[n]++; i < order.size() && !failed.load(); i = next[n]++) {
           const SyntheticFile& f = in.files[order[i]];
           uint64_t got = 0;
+          const auto file_start = Clock::now();
           Status st = ReadSyntheticFile(mounts[n] + "/" + f.relpath, f, /*verify=*/true,
                                         /*drop_pages=*/true, buf.get(), kBuf, &got);
+          read_ms[slot].push_back(Since(file_start) * 1000);
           if (!st.ok()) {
             errors[slot] = st.WithContext("node " + std::to_string(n));
             failed = true;
@@ -336,14 +345,15 @@ Result<EpochRead> ReadEpoch(const PeersArgs& a, const Inputs& in, size_t e,
           if (work.count() > 0) std::this_thread::sleep_for(work);
         }
         cpu[slot] = ThreadCpuSeconds() - cpu_start;
+        done_at[slot] = Since(start_line);
       });
     }
   }
+  start_line = Clock::now();
   ready.arrive_and_wait();
-  const auto start = Clock::now();
   for (auto& th : pool) th.join();
   EpochRead r;
-  r.seconds = Since(start);
+  r.seconds = Since(start_line);
   for (const auto& st : errors) {
     if (!st.ok()) return st;
   }
@@ -354,6 +364,19 @@ Result<EpochRead> ReadEpoch(const PeersArgs& a, const Inputs& in, size_t e,
     for (uint32_t id : order) r.expected += in.files[id].size;
   }
   for (double c : cpu) r.cpu_seconds += c;
+  r.node_seconds.assign(nodes, 0.0);
+  std::vector<double> all_ms;
+  for (size_t slot = 0; slot < errors.size(); ++slot) {
+    double& node = r.node_seconds[slot / static_cast<size_t>(a.threads)];
+    node = std::max(node, done_at[slot]);
+    all_ms.insert(all_ms.end(), read_ms[slot].begin(), read_ms[slot].end());
+  }
+  if (!all_ms.empty()) {
+    std::sort(all_ms.begin(), all_ms.end());
+    r.read_ms_median = all_ms[all_ms.size() / 2];
+    r.read_ms_p99 = all_ms[std::min(all_ms.size() - 1, all_ms.size() * 99 / 100)];
+    r.read_ms_max = all_ms.back();
+  }
   return r;
 }
 
@@ -448,6 +471,9 @@ nlohmann::json Phase(const std::string& name, double seconds, const Snapshot& to
           {"bytes_from_pfs", backing},
           {"hits", hits},
           {"misses", misses},
+          {"node_seconds", read.node_seconds},
+          {"read_ms",
+           {{"median", read.read_ms_median}, {"p99", read.read_ms_p99}, {"max", read.read_ms_max}}},
           {"cpu",
            {{"daemons", daemons},
             {"agents", agents},
