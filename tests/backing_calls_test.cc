@@ -2,14 +2,17 @@
 // backing store faults, finding 3; fs/fuse/backing_calls.h). Real mounts over `clairfs pfs-emu`
 // whose opens of some files hang: with the fewest request threads allowed (4) and three times as
 // many readers waiting on hung opens, other readers' lookups, listings and reads of staged files
-// are answered within 2 s each; and a daemon stopped while calls hang leaves no reader waiting
-// past the stop tests' bound.
+// are answered within 2 s each; a daemon stopped while calls hang leaves no reader waiting past
+// the stop tests' bound; and a reader interrupted while its call waits for a thread gets EINTR
+// without the backing store being asked.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <algorithm>
 #include <chrono>
 #include <future>
@@ -242,6 +245,60 @@ TEST_F(BackingCallsTest, AStopWhileCallsHangAndQueueLeavesNoReaderWaiting) {
   EXPECT_FALSE(IsFuseMounted(mnt_));
   std::string log = ReadFile(dir_ / "cache" + "/daemon.log");
   EXPECT_NE(log.find("stopping (Terminated): detaching"), std::string::npos) << log;
+}
+
+// The emulator's count of opens (user.pfs_emu.counters on its root); -1 if unreadable.
+long EmulatorOpens(const std::string& pfs) {
+  char buf[256];
+  const ssize_t n = getxattr(pfs.c_str(), "user.pfs_emu.counters", buf, sizeof(buf));
+  if (n <= 0) return -1;
+  auto counters = nlohmann::json::parse(std::string(buf, static_cast<size_t>(n)), nullptr, false);
+  return counters.is_object() ? counters.value("opens", -1L) : -1;
+}
+
+void IgnoreSignal(int) {}
+
+TEST_F(BackingCallsTest, AReaderInterruptedWhileItsCallWaitsForAThreadGetsEintr) {
+  // Opens of hung/* take 4 s; one backing-call thread: the second open waits in the pool's queue.
+  constexpr int kHangMs = 4000;
+  ASSERT_NO_FATAL_FAILURE(MountEmulator({"--slow", "hung/*:" + std::to_string(kHangMs)}));
+  ClairfsMount mount(pfs_, mnt_, dir_ / "cache");
+  ASSERT_EQ(mount.Mount({"--no-read-through", "--backing-threads", "1"}).exit_code, 0);
+  ASSERT_EQ(EmulatorOpens(pfs_), 0);
+  // A handler without SA_RESTART: the signal interrupts the waiting open (the kernel then sends
+  // the daemon an INTERRUPT for it) instead of ending the process.
+  struct sigaction sa {
+  }, old{};
+  sa.sa_handler = IgnoreSignal;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+
+  auto first = std::async(std::launch::async, OpenAndRead, mnt_ + "/hung/h0.bin");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // holds the one thread
+  std::promise<pthread_t> waiter_id;
+  ReadResult second;
+  std::thread waiter([&] {
+    waiter_id.set_value(pthread_self());
+    second = OpenAndRead(mnt_ + "/hung/h1.bin");
+  });
+  const pthread_t waiter_thread = waiter_id.get_future().get();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its OPEN waits in the queue
+  nlohmann::json status = mount.Status();
+  EXPECT_EQ(status["backing_calls"].value("queued", 0), 1) << status.dump();
+  ASSERT_EQ(pthread_kill(waiter_thread, SIGUSR1), 0);
+  waiter.join();
+  ASSERT_EQ(first.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  const ReadResult r = first.get();
+  sigaction(SIGUSR1, &old, nullptr);
+
+  EXPECT_EQ(r.error, 0);
+  EXPECT_TRUE(r.bytes == contents_["hung/h0.bin"]);
+  // The interrupted open is answered EINTR when the thread frees, and never reaches the backing
+  // store: the emulator saw the first open only.
+  EXPECT_EQ(second.error, EINTR) << strerror(second.error);
+  EXPECT_LT(second.seconds, kHangMs / 1000.0 + 3);
+  EXPECT_EQ(EmulatorOpens(pfs_), 1);
+  EXPECT_EQ(mount.Umount().exit_code, 0);
 }
 
 }  // namespace
