@@ -147,6 +147,7 @@ Reply ProbeFs::Open(uint64_t ino, char* out, size_t cap) {
   if (ino == kStatIno) return Reply{EACCES, 0, false};
   if (!IsFile(ino)) return Reply{ENOENT, 0, false};
   opens_.fetch_add(1, std::memory_order_relaxed);
+  if (mode_ == ServeMode::kNoOpen) return Reply{ENOSYS, 0, false};
   fuse_abi::OpenOut open_out{0, FOPEN_NOFLUSH, 0};
   if (mode_ == ServeMode::kPassthrough) {
     int id = BackingId(ino);
@@ -187,9 +188,10 @@ Reply ProbeFs::Handle(const struct fuse_in_header& in, const char* op, const cha
       std::memcpy(&read_in, op, sizeof(read_in));
       return Read(in.nodeid, read_in, out, out_cap);
     }
+    case FUSE_FLUSH:
+      return Reply{mode_ == ServeMode::kNoOpen ? ENOSYS : 0, 0, false};
     case FUSE_RELEASE:
     case FUSE_RELEASEDIR:
-    case FUSE_FLUSH:
     case FUSE_ACCESS:
       return Reply{0, 0, false};
     case FUSE_OPENDIR: {

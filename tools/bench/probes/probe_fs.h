@@ -10,6 +10,10 @@
 // - kPassthrough: kernel passthrough to the backing file (the daemon opens and registers each
 //   backing file at its first OPEN and keeps the id for the life of the mount, as clairfs keeps
 //   held copies); warm files send OPEN and RELEASE only.
+// - kNoOpen: OPEN and FLUSH are answered ENOSYS, so the kernel opens files without the daemon
+//   from then on (no OPEN, RELEASE or FLUSH; pages kept across opens), and READs are answered
+//   from memory: the floor of clairfs's no-open mode (docs/NO-OPEN.md), a READ round trip per
+//   uncached range and nothing else.
 // Every OPEN reply carries FOPEN_NOFLUSH (no FLUSH round trip at close).
 //
 // Requests are given split the way the io_uring transport delivers them: the fuse_in_header,
@@ -31,7 +35,7 @@
 
 namespace clairfs::probe {
 
-enum class ServeMode { kMemory, kPassthrough };
+enum class ServeMode { kMemory, kPassthrough, kNoOpen };
 
 // Which transport delivered a request (for the per-transport counters).
 enum class Transport { kDevFuse = 0, kRing = 1 };

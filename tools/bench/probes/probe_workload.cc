@@ -100,6 +100,17 @@ Result<double> ReadFiles(const std::vector<std::string>& paths, int threads, siz
   return elapsed;
 }
 
+Status DropPages(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno(errno, "open " + path);
+    const int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+    if (rc != 0) return Status::FromErrno(rc, "posix_fadvise " + path);
+  }
+  return Status::Ok();
+}
+
 Result<double> StatLoop(const std::string& path, int count, bool pin) {
   ScopedPin scoped(pin);
   struct stat st;

@@ -20,6 +20,8 @@ namespace clairfs::probe {
 Result<double> ReadFiles(const std::vector<std::string>& paths, int threads, size_t file_size,
                          bool verify);
 Result<double> StatLoop(const std::string& path, int count, bool pin);
+// Drops the page cache of each of `paths` (open, POSIX_FADV_DONTNEED, close).
+Status DropPages(const std::vector<std::string>& paths);
 Result<double> OpenCloseLoop(const std::string& path, int count, bool pin);
 
 }  // namespace clairfs::probe
