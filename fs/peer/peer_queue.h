@@ -7,8 +7,11 @@
 // file (Delivered, after the daemon published the peer's bytes), gives up on it (Failed), or lets
 // the deadline pass (Expire); the last two hand the request to the stager, so a file the agent
 // does not bring is staged from the PFS as without peers. A want the agent does not even take
-// within the deadline (a stopped or stuck agent) expires the same way. Detach hands every want to
-// the stager.
+// within the deadline (a stopped or stuck agent) expires the same way. A want the prefetcher
+// withdraws while the agent brings it is left to arrive, but never goes to the stager (nobody
+// wants it any more) unless asked for again. Detach hands every want still wanted to the
+// stager. CopiesFromBackingStore and held_bytes tell the prefetcher which files a peer brings
+// and what the holds take (docs/PEERS.md, "The window a peer's files get").
 // Readers never wait on any of this: a want is a staging request, not a read.
 //
 // stats() counts wants not taken as queued and wants taken as in flight, and delivered files as
@@ -38,11 +41,11 @@ struct PeerWant {
 struct PeerQueueStats {
   uint64_t wants = 0;            // offered to the agent
   uint64_t delivered = 0;        // brought by a peer and published
-  uint64_t failed = 0;           // given up by the agent (staged from the PFS)
-  uint64_t expired = 0;          // past their deadline (staged from the PFS)
+  uint64_t failed = 0;           // given up by the agent (staged from the PFS if still wanted)
+  uint64_t expired = 0;          // past their deadline (staged from the PFS if still wanted)
   uint64_t bytes_delivered = 0;  // of the delivered files
   uint64_t withdrawn = 0;        // by the prefetcher before the agent took them
-  uint64_t kept_in_flight = 0;   // withdrawals refused: the agent was bringing the file
+  uint64_t kept_in_flight = 0;   // withdrawn while the agent was bringing them (left to arrive)
   uint64_t delivery_ns = 0;      // from taking to delivery, summed over delivered_timed files
   uint64_t delivered_timed = 0;  // delivered while still wanted
   uint64_t waiting = 0;          // not taken yet
@@ -70,7 +73,7 @@ class PeerStagingQueue final : public StagingQueue {
   // `held_bytes`: what the store holds of the own files (held_bytes()).
   void Attach(std::unordered_set<std::string> own_files, std::chrono::milliseconds deadline,
               uint64_t held_bytes = 0);
-  // The agent left: every want goes to the stager.
+  // The agent left: every want still wanted goes to the stager.
   void Detach();
   bool attached();
 
