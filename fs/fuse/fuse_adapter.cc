@@ -353,6 +353,9 @@ void ServeRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
     kept = std::move(*found);
   }
   OpenFile* file = kept != nullptr ? kept.get() : reinterpret_cast<OpenFile*>(fi->fh);
+  // Once the reply is sent, a RELEASE may free an open's file: only `kept`, which this call
+  // owns a share of, may be touched after it (drop_pages is set on kept files alone).
+  OpenFile* drop_after_reply = kept != nullptr && kept->drop_pages ? kept.get() : nullptr;
   if (pool != nullptr && kept == nullptr && FileSystem::ReadCallsBacking(*file)) {
     return pool->Submit(std::make_unique<DeferredRead>(req, ino, size, off, *fi));
   }
@@ -368,7 +371,9 @@ void ServeRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
     buf.buf[0].fd = *fd;
     buf.buf[0].pos = off;
     fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
-    if (file->drop_pages) FileSystem::DropPages(*file, static_cast<uint64_t>(off), bytes);
+    if (drop_after_reply != nullptr) {
+      FileSystem::DropPages(*drop_after_reply, static_cast<uint64_t>(off), bytes);
+    }
     return;
   }
   // One buffer per worker thread, grown to the largest request seen (at most max_read).
@@ -377,7 +382,9 @@ void ServeRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
   auto n = fs->Read(*file, buffer.data(), size, off);
   if (!n.ok()) return ReplyError(req, n.status(), "read");
   fuse_reply_buf(req, buffer.data(), *n);
-  if (file->drop_pages) FileSystem::DropPages(*file, static_cast<uint64_t>(off), *n);
+  if (drop_after_reply != nullptr) {
+    FileSystem::DropPages(*drop_after_reply, static_cast<uint64_t>(off), *n);
+  }
 }
 
 // Only a no-open mount gets FLUSH (its opens carry no noflush): ENOSYS stops them for good.
