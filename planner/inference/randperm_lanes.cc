@@ -32,8 +32,9 @@ CLAIRFS_SIMD_CLONES void CountPicks(const uint32_t* draws, uint32_t prefix, uint
                                     uint32_t* counts_out) {
   I32s counts[kL / kW] = {};
   for (uint32_t i = 0; i < prefix; ++i) {
-    // Signed lanes throughout (AVX2 compares signed words only): r lies in [-d, 2d), inside
-    // int32 for d < 2^30, and the wrapping arithmetic below lands on it exactly.
+    // Signed lanes for the compares (AVX2 compares signed words only): r lies in [-d, 2d),
+    // inside int32 for d < 2^30. The product and difference wrap, so they are taken unsigned
+    // (signed overflow is undefined) and land on r exactly.
     const I32s d = I32s{} + static_cast<int32_t>(n - i);
     const Floats inverse = Floats{} + inverse_two[i];
     for (int h = 0; h < kL / kW; ++h) {
@@ -41,7 +42,7 @@ CLAIRFS_SIMD_CLONES void CountPicks(const uint32_t* draws, uint32_t prefix, uint
       memcpy(&draw, draws + static_cast<size_t>(i) * kL + h * kW, sizeof draw);
       const Floats half = __builtin_convertvector(reinterpret_cast<I32s>(draw >> 1), Floats);
       const I32s q = __builtin_convertvector(half * inverse, I32s);
-      I32s r = reinterpret_cast<I32s>(draw) - q * d;
+      I32s r = reinterpret_cast<I32s>(draw - reinterpret_cast<U32s>(q) * reinterpret_cast<U32s>(d));
       r += (r < 0) & d;   // q was one too many
       r -= (r >= d) & d;  // q was one too few
       uint32_t z[kW];
