@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 namespace clairfs::peer {
 namespace {
@@ -65,8 +67,15 @@ PeerTransport::~PeerTransport() {
     MPI_Request_free(&requests_[slot]);
   }
   for (Op& op : ops_) {
-    if (op.kind == OpKind::kCtrlSend) op.wire = nullptr;  // retained on purpose (see the header)
+    if (op.kind == OpKind::kCtrlSend && op.wire != nullptr) RetainForProcessLife(op.wire);
   }
+}
+
+void PeerTransport::RetainForProcessLife(Wire* wire) {
+  static std::mutex mutex;
+  static auto* retained = new std::vector<std::unique_ptr<Wire>>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mutex);
+  retained->emplace_back(wire);
 }
 
 bool PeerTransport::CanFetchFrom(uint32_t node) const {
@@ -387,6 +396,7 @@ void PeerTransport::Timers(Clock::time_point now) {
       const uint32_t node = static_cast<uint32_t>(op.id);
       peers_[node].serving = std::max(0, peers_[node].serving - 1);
     }
+    if (op.kind == OpKind::kCtrlSend) RetainForProcessLife(op.wire);
     ops_[slot] = Op{};
     free_slots_.push_back(slot);
   }
