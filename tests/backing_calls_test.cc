@@ -4,7 +4,9 @@
 // many readers waiting on hung opens, other readers' lookups, listings and reads of staged files
 // are answered within 2 s each; a daemon stopped while calls hang leaves no reader waiting past
 // the stop tests' bound; and a reader interrupted while its call waits for a thread gets EINTR
-// without the backing store being asked.
+// without the backing store being asked. Every mount here uses /dev/fuse (`--fuse-uring off`):
+// requests that arrive over io_uring are answered on their ring threads, never by the pool (the
+// README's --backing-threads), so these properties are the /dev/fuse transport's.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -114,8 +116,8 @@ TEST_F(BackingCallsTest, HungOpensBeyondTheRequestThreadsStallNoOtherReader) {
   ClairfsMount mount(pfs_, mnt_, dir_ / "cache");
   // No list-ahead: the kernel learns the names through LOOKUPs that reach the daemon.
   ASSERT_EQ(mount
-                .Mount({"--no-read-through", "--list-ahead", "off", "--request-threads",
-                        std::to_string(kRequestThreads)})
+                .Mount({"--fuse-uring", "off", "--no-read-through", "--list-ahead", "off",
+                        "--request-threads", std::to_string(kRequestThreads)})
                 .exit_code,
             0);
   CommandResult staged = testing::Run({ClairfsBin(), "stage", mnt_, "staged", "--wait"}, 60);
@@ -201,8 +203,8 @@ TEST_F(BackingCallsTest, AStopWhileCallsHangAndQueueLeavesNoReaderWaiting) {
   ASSERT_NO_FATAL_FAILURE(MountEmulator({"--open-latency", "20000"}));
   ClairfsMount mount(pfs_, mnt_, dir_ / "cache");
   ASSERT_EQ(mount
-                .Mount({"--no-read-through", "--request-threads", std::to_string(kRequestThreads),
-                        "--backing-threads", "4"})
+                .Mount({"--fuse-uring", "off", "--no-read-through", "--request-threads",
+                        std::to_string(kRequestThreads), "--backing-threads", "4"})
                 .exit_code,
             0);
   const pid_t daemon = DaemonPid(mnt_);
@@ -263,7 +265,9 @@ TEST_F(BackingCallsTest, AReaderInterruptedWhileItsCallWaitsForAThreadGetsEintr)
   constexpr int kHangMs = 4000;
   ASSERT_NO_FATAL_FAILURE(MountEmulator({"--slow", "hung/*:" + std::to_string(kHangMs)}));
   ClairfsMount mount(pfs_, mnt_, dir_ / "cache");
-  ASSERT_EQ(mount.Mount({"--no-read-through", "--backing-threads", "1"}).exit_code, 0);
+  ASSERT_EQ(
+      mount.Mount({"--fuse-uring", "off", "--no-read-through", "--backing-threads", "1"}).exit_code,
+      0);
   ASSERT_EQ(EmulatorOpens(pfs_), 0);
   // A handler without SA_RESTART: the signal interrupts the waiting open (the kernel then sends
   // the daemon an INTERRUPT for it) instead of ending the process.

@@ -10,6 +10,7 @@
 // tests/CMakeLists.txt). Tests skip, saying why, when the parameter cannot be written (not root,
 // no fuse module parameter). A killed test binary cannot restore it: check
 // /sys/module/fuse/parameters/enable_uring after an aborted run.
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,8 +18,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -191,6 +194,41 @@ TEST_F(FuseUringTest, LiveRingMountKeepsServingAfterTheParameterGoesBackToN) {
   EXPECT_GE(RingRequests(m) - before, 2 * files.size());
   EXPECT_EQ(Transport(m).value("ring_unanswered", uint64_t{1}), 0u);
   EXPECT_EQ(m.Umount().exit_code, 0);
+}
+
+// A request served over the ring waits on its ring thread, not on a backing-call thread: a
+// SIGTERM while a backing open hangs must still end the connection by the stop deadline (3 s),
+// so its reader gets an error rather than waiting for the backing store (20 s here). Until the
+// daemon joined the ring threads before letting go of the connection, the reader waited 20 s.
+TEST_F(FuseUringTest, ASignalWhileARingRequestHangsEndsItsReadersWaitByTheDeadline) {
+  UringParameter param(true);
+  SKIP_WITHOUT(param);
+  WriteFile(backing_ + "/hung", "bytes behind a hung open");
+  const std::string pfs = dir_ / "pfs";
+  MakeDirs(pfs);
+  MountGuard pfs_guard(pfs);
+  CommandResult emu =
+      testing::Run({ClairfsBin(), "pfs-emu", backing_, pfs, "--open-latency", "20000"});
+  ASSERT_EQ(emu.exit_code, 0) << emu.err;
+  ClairfsMount m(pfs, mnt_, cache_);
+  auto r = m.Mount({"--fuse-uring", "on", "--no-read-through"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(Transport(m).value("state", ""), "io_uring");
+  const pid_t daemon = m.pid();
+  ASSERT_GT(daemon, 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto reader = std::async(std::launch::async, [&] {
+    int fd = open((mnt_ + "/hung").c_str(), O_RDONLY | O_CLOEXEC);
+    const int err = fd < 0 ? errno : 0;
+    if (fd >= 0) close(fd);
+    return err;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the open is in the daemon
+  ASSERT_EQ(kill(daemon, SIGTERM), 0);
+  ASSERT_EQ(reader.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the reader still waits on the hung backing store";
+  EXPECT_NE(reader.get(), 0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 8.0);
 }
 
 TEST_F(FuseUringTest, AutoFallsBackToDevFuseAndOnFailsWhenNotOffered) {

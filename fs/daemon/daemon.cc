@@ -541,6 +541,9 @@ void StopDaemon(Daemon* d) {
     // deadline can still end the connection for their readers (a hung one holds the stop until
     // then, as a hung request thread holds libfuse's loop).
     d->adapter->StopBackingCalls();
+    // So do requests served over io_uring, which hold their ring threads instead: the deadline
+    // must still be able to end the connection while this waits for those threads.
+    d->adapter->StopRingThreads();
     {
       std::lock_guard<std::mutex> lock(g_abort_mu);
       g_abort_adapter = nullptr;

@@ -558,7 +558,7 @@ FuseAdapter::~FuseAdapter() {
     Unmount();
     StopBackingCalls();  // they reply through the session
     // Unmounting ended the ring threads' commands; they use the session until joined.
-    if (uring_ != nullptr) uring_->Stop();
+    StopRingThreads();
     fuse_session_destroy(session_);
   }
 }
@@ -765,6 +765,10 @@ void FuseAdapter::EndBackingCalls() {
 void FuseAdapter::StopBackingCalls() {
   EndBackingCalls();
   backing_calls_.reset();
+}
+
+void FuseAdapter::StopRingThreads() {
+  if (uring_ != nullptr) uring_->Stop();
 }
 
 void FuseAdapter::InvalidateInode(uint64_t ino) {

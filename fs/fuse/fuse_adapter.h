@@ -108,6 +108,10 @@ class FuseAdapter final : public KernelNotifier {
   // EndBackingCalls, then waits for the running calls to end (a hung one: until the daemon's
   // stop deadline ends the process). Any thread but a backing-call thread; before destruction.
   void StopBackingCalls();
+  // Ends the io_uring transport's threads and waits for them, after Unmount: a thread whose
+  // request hangs in a backing-store call holds the wait (until the daemon's stop deadline ends
+  // the connection and the process), as a hung backing call holds StopBackingCalls.
+  void StopRingThreads();
 
   // Used by the C callbacks.
   FileSystem* fs() const { return fs_; }
