@@ -142,6 +142,12 @@ void CheckNoOpenRows(const nlohmann::json& j) {
   for (const char* key : {"no_open_kept_over_local_150", "no_open_vs_plan_50"}) {
     EXPECT_TRUE(j["targets"][key].is_object()) << key;
   }
+  // Each kept epoch is followed by a read of the local copy in the same order, which the target
+  // is judged on (never a timing bound here: only that it was measured).
+  for (const auto& e : (*kept150)["epochs"]) {
+    EXPECT_GT(e.value("local_seconds_after", 0.0), 0.0) << e;
+  }
+  EXPECT_GT(j["targets"]["no_open_kept_over_local_150"].value("alternated_ratio", 0.0), 0.0);
 }
 
 // The heat rows of `bench epoch --quick`: heat from the LRU run's logs at the same size, a
