@@ -63,10 +63,10 @@ PeerTransport::~PeerTransport() {
         op.kind == OpKind::kCancelledRecv) {
       MPI_Cancel(&requests_[slot]);
     }
-    // Whatever is left may still be touched by MPI: freed, never waited for.
+    // Whatever is left may still be touched by MPI: freed, never waited for, and a pending
+    // control send's buffer is kept (see the header). Only live slots: a finished op's slot may
+    // still hold the pointer its completion deleted.
     MPI_Request_free(&requests_[slot]);
-  }
-  for (Op& op : ops_) {
     if (op.kind == OpKind::kCtrlSend && op.wire != nullptr) RetainForProcessLife(op.wire);
   }
 }
