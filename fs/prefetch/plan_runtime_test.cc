@@ -214,6 +214,21 @@ class PlanRuntimeTest : public ::testing::Test {
     store_->Find(path);
   }
 
+  // The first pass asks for the first 32 files; then, in 125 ms, the reader opens 16 of them
+  // (128 per second) while 4 copies are in flight and 16 finish: a copy takes 4 / 128 s, so
+  // 2 x 128 x 4/128 = 8 positions are left to the reader.
+  void ReaderOpensSixteenWhileFourCopiesAreInFlight() {
+    runtime_->RunPass();  // starts measuring
+    ASSERT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 32));
+    EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 0u);
+    queue_.in_flight = 4;
+    for (size_t i = 0; i < 16; ++i) ReaderOpens(order_[i]);
+    queue_.files_staged += 16;
+    clock_.AdvanceMs(125);
+    runtime_->RunPass();
+    EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 8u);
+  }
+
   std::vector<std::string> Requested() const {
     std::vector<std::string> out;
     for (const auto& [path, priority] : queue_.requests) out.push_back(path);
@@ -369,17 +384,7 @@ TEST_F(PlanRuntimeTest, WithdrawsRequestsTheReaderOvertook) {
 TEST_F(PlanRuntimeTest, LeavesToTheReaderTheFilesItReachesBeforeACopyFinishes) {
   MakeDatasetAndStart(std::vector<uint64_t>(64, kBlock), "torch-distributed:seed=11,world=1",
                       32 * kBlock);
-  runtime_->RunPass();  // starts measuring
-  ASSERT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 32));
-  EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 0u);
-  // In 125 ms the reader opens 16 files (128 per second) while 4 copies are in flight and 16
-  // finish: a copy takes 4 / 128 s, so 2 x 128 x 4/128 = 8 positions are left to the reader.
-  queue_.in_flight = 4;
-  for (size_t i = 0; i < 16; ++i) ReaderOpens(order_[i]);
-  queue_.files_staged += 16;
-  clock_.AdvanceMs(125);
-  runtime_->RunPass();
-  EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 8u);
+  ASSERT_NO_FATAL_FAILURE(ReaderOpensSixteenWhileFourCopiesAreInFlight());
   // Positions 16..23 are the reader's: their waiting requests are withdrawn, the rest stay.
   std::set<std::string> withdrawn(queue_.cancelled.begin(), queue_.cancelled.end());
   EXPECT_EQ(withdrawn, std::set<std::string>(order_.begin(), order_.begin() + 24));
@@ -409,17 +414,9 @@ TEST_F(PlanRuntimeTest, FilesAPeerBringsAreAskedForInsideTheReadersLead) {
                       32 * kBlock);
   // Every other file in plan order comes from a peer.
   for (size_t i = 1; i < order_.size(); i += 2) queue_.remote.insert(order_[i]);
-  runtime_->RunPass();
-  ASSERT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 32));
-  // As in LeavesToTheReaderTheFilesItReachesBeforeACopyFinishes: 8 positions are left to the
-  // reader, but only the files the PFS would copy; a peer's copy that loses the race costs the
-  // PFS nothing, so those stay asked for.
-  queue_.in_flight = 4;
-  for (size_t i = 0; i < 16; ++i) ReaderOpens(order_[i]);
-  queue_.files_staged += 16;
-  clock_.AdvanceMs(125);
-  runtime_->RunPass();
-  EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 8u);
+  // 8 positions are left to the reader, but only the files the PFS would copy; a peer's copy
+  // that loses the race costs the PFS nothing, so those stay asked for.
+  ASSERT_NO_FATAL_FAILURE(ReaderOpensSixteenWhileFourCopiesAreInFlight());
   std::set<std::string> withdrawn(queue_.cancelled.begin(), queue_.cancelled.end());
   std::set<std::string> expected_withdrawn(order_.begin(), order_.begin() + 16);
   for (size_t i = 16; i < 24; i += 2) expected_withdrawn.insert(order_[i]);
