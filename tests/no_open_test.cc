@@ -89,11 +89,12 @@ TEST_F(NoOpenTest, ReadsAreByteExactAndOnlyTheFirstOpenAndFlushReachTheDaemon) {
   // Every file staged by now: each first READ that reached the daemon was a hit.
   EXPECT_EQ(status.value("hits", uint64_t{0}) - hits, files.size()) << status.dump();
   EXPECT_GT(status["open_mode"].value("kept_files", uint64_t{0}), 0u);
-  // Warm reads (pages kept) reach the daemon not at all.
+  // Warm reads (pages kept) reach the daemon not at all, unless the kernel reclaimed a page under
+  // another test's memory pressure (see the next test): a file whose pages are gone costs a READ.
   for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content);
   const uint64_t reads = Counter(m, "read_requests");
   for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content);
-  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  EXPECT_LT(Counter(m, "read_requests") - reads, files.size() / 2);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
@@ -112,10 +113,11 @@ TEST_F(NoOpenTest, EvictionAndRestagingWhileTheKernelHoldsPages) {
   EXPECT_EQ(m.Status().value("staged_files", uint64_t{1}), 0u);
   const uint64_t reads = Counter(m, "read_requests");
   for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
-  // The kernel's pages served them. One READ in CI's whole-suite run (2026-12-02, 56 against 55,
-  // beside another mount's test) reached the daemon anyway; alone it passed 6 of 6: the kernel may
-  // drop a page it holds, which is its right, so one is tolerated (twenty would be a regression).
-  EXPECT_LE(Counter(m, "read_requests") - reads, 1u);
+  // The kernel's pages served them. It may reclaim some under another test's memory pressure, which
+  // is its right: CI's whole-suite runs saw 1 READ (2026-12-02) and 3 (2026-12-03) reach the
+  // daemon, and alone it passes every time. A regression that drops the pages at eviction costs at
+  // least one READ per file, so fewer than half the files' worth keeps the check meaningful.
+  EXPECT_LT(Counter(m, "read_requests") - reads, files.size() / 2);
   const uint64_t misses = Counter(m, "misses");
   for (const auto& [rel, content] : files) {
     ASSERT_EQ(ReadFileAndDropPages(mnt_ + "/" + rel), content) << rel;  // from the pages
