@@ -72,6 +72,16 @@ FileSystem::FileSystem(const FileSystemConfig& config, Manifest* manifest, Conte
 FileSystem::~FileSystem() {
   if (store_ != nullptr) store_->set_removal_listener(nullptr);
   kept_.Clear();  // merges the kept files' counters while the table still stands
+  // No request thread is left (the adapter is gone): what the kernel held when its connection
+  // ended never gets a RELEASE. Release it as RELEASE would: its fds closed, its counters merged.
+  const std::vector<OpenFile*> files = live_files_.TakeAll();
+  for (OpenFile* file : files) Release(std::unique_ptr<OpenFile>(file));
+  const std::vector<DirListing*> dirs = live_dirs_.TakeAll();
+  for (DirListing* dir : dirs) delete dir;
+  if (!files.empty() || !dirs.empty()) {
+    Log(LogLevel::kInfo, "released %zu files and %zu directories still open at the stop",
+        files.size(), dirs.size());
+  }
 }
 
 double FileSystem::Elapsed() const {
@@ -98,6 +108,7 @@ Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
   }
   result.file = std::make_unique<OpenFile>();
   OpenFile& f = *result.file;
+  live_files_.Add(&f);
   f.fd = fd;
   f.from_cache = from_cache;
   f.ino = ino;
@@ -151,6 +162,7 @@ Result<std::unique_ptr<DirListing>> FileSystem::OpenDir(uint64_t ino) {
   if (!node.ok()) return node.status();
   if (!node->attr.is_dir()) return Status::Error(ENOTDIR, "not a directory");
   auto listing = std::make_unique<DirListing>();
+  live_dirs_.Add(listing.get());
   listing->ino = ino;
   if (ino == kRootIno) {
     listing->parent_ino = kRootIno;

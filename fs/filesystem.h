@@ -50,6 +50,7 @@
 #include "fs/file_stats.h"
 #include "fs/held_copies.h"
 #include "fs/kept_files.h"
+#include "fs/live_handles.h"
 #include "fs/open_observer.h"
 #include "fs/revalidate.h"
 #include "planner/base/status.h"
@@ -73,7 +74,9 @@ class RequestCaller {
   virtual Opener Who() const { return Opener{}; }
 };
 
-struct OpenFile {
+// Registered in the FileSystem while it lives (fs/live_handles.h): one the kernel never releases
+// is released when the FileSystem is.
+struct OpenFile : LiveHandle<OpenFile> {
   // The data's fd. A staged copy opened with open_copy_now=false stays -1 until a READ needs it
   // (DataFd): with the page cache warm and keep_cache, most opens never see a READ.
   std::atomic<int> fd{-1};
@@ -111,7 +114,7 @@ struct OpenResult {
   bool direct_io = false;
 };
 
-struct DirListing {
+struct DirListing : LiveHandle<DirListing> {  // registered as OpenFile is
   std::vector<ManifestChild> children;  // in name order; "." and ".." are added by the adapter
   uint64_t ino = 0;
   uint64_t parent_ino = 0;
@@ -305,6 +308,10 @@ class FileSystem {
   };
   std::mutex live_mu_;  // guards live_opens_
   std::unordered_map<uint64_t, LiveOpens> live_opens_;
+  // Every OpenFile and DirListing made and not yet destroyed: what the kernel still holds when
+  // the FileSystem goes (a connection that ended before its RELEASE) is released then.
+  LiveHandles<OpenFile> live_files_;
+  LiveHandles<DirListing> live_dirs_;
   // No-open mode's kept files; last, so that it is cleared while the rest still stands.
   KeptFiles kept_;
 };

@@ -183,6 +183,36 @@ TEST_F(FileSystemTest, AnUnstagedFileIsReadFromTheBackingStoreThenServedFromItsC
   EXPECT_EQ(fs_->counters().bytes_from_backing.value.load(), 100000u);
 }
 
+// Files and directories the kernel still held when its connection ended get no RELEASE: the
+// filesystem releases them when it goes, so their fds are closed (and nothing leaks: ASan's
+// leak check runs this test in CI).
+TEST_F(FileSystemTest, HandlesTheKernelNeverReleasedAreReleasedWithTheFileSystem) {
+  Open();
+  std::vector<int> fds;
+  for (const char* path : {"train/cat/a.jpg", "train/dog/c.jpg"}) {
+    auto opened = fs_->Open(Ino(path), O_RDONLY);
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    char buf[16];
+    ASSERT_TRUE(fs_->Read(*opened->file, buf, sizeof(buf), 0).ok());
+    const int fd = opened->file->fd.load();
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    (void)opened->file.release();  // handed to the kernel, which never sends its RELEASE
+  }
+  auto listing = fs_->OpenDir(Ino("train"));
+  ASSERT_TRUE(listing.ok()) << listing.status().message();
+  (void)listing->release();
+  // One handle released as usual leaves the list in its destructor.
+  ASSERT_EQ(ReadAll("train/cat/b.jpg"), "bytes of b, longer");
+  stager_->Shutdown();
+  fs_.reset();
+  for (int fd : fds) {
+    errno = 0;
+    EXPECT_EQ(fcntl(fd, F_GETFD), -1) << "fd " << fd << " still open";
+    EXPECT_EQ(errno, EBADF);
+  }
+}
+
 // No-open mode: READs by inode with no OPEN. A file's first READ is its open (a miss, then hits),
 // later READs reuse the kept file uncounted, a kept copy that leaves the store is let go, and the
 // per-file counters include the files still kept.
