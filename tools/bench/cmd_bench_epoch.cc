@@ -418,6 +418,10 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
         {"files_staged", delta((*after)["staging"], (*before)["staging"], "files_staged")},
         {"staging_failures", delta((*after)["staging"], (*before)["staging"], "failures")},
         {"evictions", delta(*after, *before, "evictions")},
+        // What reached the daemon while the readers ran: in no-open mode a file whose pages the
+        // kernel keeps costs neither, a name whose entry timed out costs a LOOKUP.
+        {"read_requests", delta(*read_end, *before, "read_requests")},
+        {"lookups", delta(*read_end, *before, "lookups")},
         {"bytes_staged_untimed", staged_untimed},
         {"staging_backlog_at_read_end", (*read_end)["staging"].value("queued", uint64_t{0}) +
                                             (*read_end)["staging"].value("in_flight", uint64_t{0})},
