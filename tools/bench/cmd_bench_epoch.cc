@@ -4,17 +4,18 @@
 // (the limit), with the demand-MIN (Belady) hit ratio of each run's recorded trace at the same
 // cache size as the yardstick for the measured hit ratio.
 //
-// Method: a synthetic image-folder dataset (imagenet-like sizes) is written locally and served by
-// `clairfs pfs-emu` with --open-latency and --bandwidth. The read order of rank --rank comes
-// from the planner: Plan("torch-distributed:seed=S,world=R") over the dataset's imagefolder
-// layout, per absolute epoch 0, 1, ... Each epoch is read by --threads threads taking the next
-// sample in order (open, read to the end in 1 MiB reads, close, then --work-ms of simulated
-// compute); the order in which the threads call open(2) is recorded (the trace of opens reaching
-// the daemon). For clairfs, each policy and cache size gets a fresh cache directory and capacity
-// = PERCENT of the dataset's bytes rounded up to 4 KiB blocks (LRU, plan and heat run in turn
-// per size, so they run under the same machine load); between epochs, staging is waited for (not
-// timed) and the mount is remounted (--manifest reuse) so that every epoch starts without the
-// mount's kernel page cache, as on a node whose memory cannot hold the dataset. The
+// Method: a synthetic image-folder dataset (imagenet-like sizes) is written locally, its pages
+// dropped (so it starts on disk, as a node's local copy would, and every reader fills the page
+// cache by reading), and served by `clairfs pfs-emu` with --open-latency and --bandwidth. The read
+// order of rank --rank comes from the planner: Plan("torch-distributed:seed=S,world=R") over the
+// dataset's imagefolder layout, per absolute epoch 0, 1, ... Each epoch is read by --threads
+// threads taking the next sample in order (open, read to the end in 1 MiB reads, close, then
+// --work-ms of simulated compute); the order in which the threads call open(2) is recorded (the
+// trace of opens reaching the daemon). For clairfs, each policy and cache size gets a fresh cache
+// directory and capacity = PERCENT of the dataset's bytes rounded up to 4 KiB blocks (LRU, plan and
+// heat run in turn per size, so they run under the same machine load); between epochs, staging is
+// waited for (not timed) and the mount is remounted (--manifest reuse) so that every epoch starts
+// without the mount's kernel page cache, as on a node whose memory cannot hold the dataset. The
 // plan configuration mounts with `--plan torch-distributed:seed=S,world=R,ranks=K-K,epochs=E,
 // start_epoch=e` for epoch e, so each remount resumes the plan at the epoch the readers are in.
 // The heat configuration is the next job of a user whose earlier job ran on an LRU mount: after
@@ -28,8 +29,10 @@
 // starts without the kernel's pages of the files, every file's first READ reaches the daemon),
 // "plan-no-open-kept" stays mounted for every epoch (the kernel's pages are kept between epochs,
 // as on a node whose memory holds the dataset: what the daemon does not see is not counted);
-// after each of its epochs the local copy is read in the same order (local_seconds_after), and
-// its target is judged against that, since this machine's speed drifts within minutes.
+// after each of its epochs the local copy is read in the same order (local_seconds_after) after
+// the same idle pause the epoch had before it (pause_seconds), and its target is judged against
+// that, since this machine's speed drifts within minutes. The local-direct row runs last, its
+// pages dropped again first, so its first epoch reads from disk.
 // Counters (hits, misses, bytes from the backing store, bytes staged, and the part staged after
 // the readers finished, untimed) are per epoch. Demand-MIN runs on the recorded opens of the same
 // run, all epochs in sequence.
@@ -67,6 +70,7 @@
 #include "tools/bench/bench_support.h"
 #include "tools/bench/cmd_bench.h"
 #include "tools/bench/dataset_writer.h"
+#include "tools/bench/page_cache_probe.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/subprocess.h"
 
@@ -223,6 +227,14 @@ struct Inputs {
   uint64_t dataset_blocks = 0;
 };
 
+// Writes the dataset's dirty pages back and drops its pages from the page cache, so that its next
+// reads come from disk.
+Status DropDatasetPages(const Inputs& in) {
+  sync();  // a dirty page cannot be dropped
+  for (const auto& f : in.files) CLAIRFS_RETURN_IF_ERROR(DropPages(in.dataset + "/" + f.relpath));
+  return Status::Ok();
+}
+
 // Direct reads of `root` for every epoch: the emulated PFS or the local dataset.
 Result<nlohmann::json> RunDirect(const EpochArgs& a, const Inputs& in, const std::string& name,
                                  const std::string& root, bool backing_is_pfs) {
@@ -351,6 +363,7 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
   nlohmann::json epochs = nlohmann::json::array();
   std::vector<uint32_t> trace;  // opens recorded over all epochs
   uint64_t hits_total = 0;
+  auto last_read_end = Clock::now();
   for (size_t e = 0; e < in.epochs.size(); ++e) {
     std::vector<std::string> flags = {"--cache", cache, "--capacity", std::to_string(capacity)};
     if (e > 0) flags.insert(flags.end(), {"--manifest", "reuse"});
@@ -367,17 +380,28 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
     }
     auto before = MountStatus(in.mnt);
     if (!before.ok()) return before.status();
+    // How long the machine sat idle since the last read (the waits and status calls between
+    // epochs): the local read of the kept row gets the same pause (below).
+    const auto pause = Clock::now() - last_read_end;
     auto r = ReadEpoch(in.mnt, in.files, in.epochs[e], a.threads, a.work_ms);
     if (!r.ok()) return r.status();
     // The kept row's epochs are compared with the local copy read in the same order right after
     // each of them: this machine's speed drifts by a third within minutes, more than the rows'
-    // difference (the local-direct row runs last, minutes later).
-    std::optional<double> local_after;
+    // difference (the local-direct row runs last, minutes later). A read that follows an idle
+    // pause runs slower (12-15% for these 25 ms epochs on the 2-core VM, docs/BENCHMARKS.md), so
+    // the local read waits as long as the epoch did before it starts.
+    std::optional<double> local_after, pause_seconds;
     if (kept) {
+      if (e > 0) {
+        const auto capped = std::min<Clock::duration>(pause, std::chrono::seconds(2));
+        std::this_thread::sleep_for(capped);
+        pause_seconds = std::chrono::duration<double>(capped).count();
+      }
       auto local = ReadEpoch(in.dataset, in.files, in.epochs[e], a.threads, a.work_ms);
       if (!local.ok()) return local.status();
       local_after = local->seconds;
     }
+    last_read_end = Clock::now();
     auto read_end = MountStatus(in.mnt);
     if (!read_end.ok()) return read_end.status();
     CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(in.mnt));
@@ -429,6 +453,7 @@ Result<nlohmann::json> RunClairfs(const EpochArgs& a, const Inputs& in, MountSta
         {"used_bytes", (*after)["used_bytes"]},
         {"eviction", (*after).value("eviction", "")}};
     if (local_after) row["local_seconds_after"] = *local_after;
+    if (pause_seconds) row["pause_seconds"] = *pause_seconds;
     if (plan) {
       row["plan"] = (*after)["plan"];
       row["plan_at_read_end"] = (*read_end)["plan"];
@@ -488,6 +513,10 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
   in.files = *files;
   auto written = WriteSyntheticDataset(in.dataset, in.files, SettledForMount());
   if (!written.ok()) return written.status();
+  // The local copy starts on disk, as a node's would: pages a write left are laid out in larger
+  // folios than pages a read brings in, and read 12-13% faster (docs/BENCHMARKS.md), which would
+  // flatter the local rows against the FUSE files, whose pages every row fills by reading.
+  CLAIRFS_RETURN_IF_ERROR(DropDatasetPages(in));
   for (const auto& f : in.files) in.dataset_blocks += Blocks(f.size);
   auto epochs = PlanEpochs(a, in.dataset, in.files);
   if (!epochs.ok()) return epochs.status();
@@ -539,6 +568,8 @@ Status Measure(const EpochArgs& a, nlohmann::json* out) {
     for (auto& row : rows[policy]) configs.push_back(std::move(row));
   }
   CLAIRFS_RETURN_IF_ERROR(stack.PopAll());
+  // Its first epoch reads from disk, as the clairfs rows' first epochs do.
+  CLAIRFS_RETURN_IF_ERROR(DropDatasetPages(in));
   auto local = RunDirect(a, in, "local-direct", in.dataset, false);
   if (!local.ok()) return local.status();
   configs.push_back(*local);
