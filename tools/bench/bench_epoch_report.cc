@@ -123,7 +123,8 @@ nlohmann::json EpochTargets(const nlohmann::json& result) {
   if (kept150 != nullptr && local != nullptr) {
     const double ratio = Ratio(Steady(*kept150), Steady(*local));
     // Judged on the local copy read right after each kept epoch (local_seconds_after): the
-    // median over epochs 2 on of each epoch's ratio.
+    // median over epochs 2 on of each epoch's ratio, the mean of the two middle ones for an even
+    // count (4 steady epochs by default; bench_support's Median takes the upper one).
     std::vector<double> alternated;
     const auto& kept_epochs = (*kept150)["epochs"];
     for (size_t i = 1; i < kept_epochs.size(); ++i) {
