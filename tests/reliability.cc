@@ -1,6 +1,7 @@
 // Support for the reliability matrix's integration tests (see reliability.h).
 #include "tests/reliability.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -43,6 +44,72 @@ uint64_t ReliabilitySeed() {
   const char* text = getenv("CLAIRFS_RELIABILITY_SEED");
   if (text != nullptr && *text != '\0') return strtoull(text, nullptr, 10);
   return std::random_device{}() % 1000000;
+}
+
+bool ReliabilityScenarioRuns(const std::string& name) {
+  const char* text = getenv("CLAIRFS_RELIABILITY_SCENARIOS");
+  if (text == nullptr || *text == '\0') return true;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (item == name) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The names of the entries of directory `path` (none if it cannot be read).
+std::vector<std::string> EntriesOf(const std::string& path) {
+  std::vector<std::string> names;
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return names;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+  }
+  closedir(dir);
+  return names;
+}
+
+// Each thread of `pid` as "comm | kernel stack", identical ones counted.
+std::string ThreadStacks(const std::string& pid) {
+  std::map<std::string, int> seen;
+  for (const std::string& tid : EntriesOf("/proc/" + pid + "/task")) {
+    const std::string task = "/proc/" + pid + "/task/" + tid;
+    std::string comm = ReadFile(task + "/comm");
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    std::string frames;
+    std::stringstream stack(ReadFile(task + "/stack"));
+    std::string line;
+    while (std::getline(stack, line)) {
+      const size_t name = line.find("] ");  // "[<0>] fuse_dev_do_read+0x..."
+      frames += (frames.empty() ? "" : " < ") +
+                (name == std::string::npos ? line : line.substr(name + 2));
+    }
+    ++seen[comm + " | " + (frames.empty() ? "(running or unreadable)" : frames)];
+  }
+  std::string out;
+  for (const auto& [stack, count] : seen) out += "  " + std::to_string(count) + "x " + stack + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string StuckReport(const std::vector<std::pair<std::string, pid_t>>& processes) {
+  std::string out;
+  for (const auto& [name, pid] : processes) {
+    out += name + " " + std::to_string(pid) + " threads:\n" + ThreadStacks(std::to_string(pid));
+  }
+  out += "this process's threads:\n" + ThreadStacks(std::to_string(getpid())) +
+         "FUSE connections (waiting):";
+  const std::vector<std::string> connections = EntriesOf("/sys/fs/fuse/connections");
+  if (connections.empty()) out += " none listed (fusectl is not mounted)";
+  for (const std::string& c : connections) {
+    std::string waiting = ReadFile("/sys/fs/fuse/connections/" + c + "/waiting");
+    if (!waiting.empty() && waiting.back() == '\n') waiting.pop_back();
+    out += " " + c + ":" + waiting;
+  }
+  return out + "\n";
 }
 
 double SecondsSince(Clock::time_point start) {

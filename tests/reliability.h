@@ -34,6 +34,16 @@ namespace clairfs::testing {
 int ReliabilityTrials(int ci_default, int full);
 // CLAIRFS_RELIABILITY_SEED, or a fresh one.
 uint64_t ReliabilitySeed();
+// Whether a row runs its scenario `name`: CLAIRFS_RELIABILITY_SCENARIOS unset or empty runs every
+// scenario, else a comma-separated list names those to run (to replay one scenario many times).
+bool ReliabilityScenarioRuns(const std::string& name);
+
+// What the threads of a stuck run are waiting on, for a row to print before it unsticks them:
+// the kernel stack of every thread of each named process (e.g. {"daemon", pid}) and of this
+// process, identical stacks counted once (comm and the stack's frames), and each FUSE
+// connection's waiting requests. A row whose readers hang prints it, so that a hang too rare to
+// replay explains itself where it happened.
+std::string StuckReport(const std::vector<std::pair<std::string, pid_t>>& processes);
 
 // Seconds since `start`.
 double SecondsSince(std::chrono::steady_clock::time_point start);
