@@ -392,8 +392,8 @@ void RegisterSimulate(CLI::App& app) {
       ->type_name("S|bench");
   cmd->add_option("--cores", cluster->cores,
                   "With --nodes: CPU cores all nodes share (the live bench's one machine); the "
-                  "readers' opens take them first, the stagers the rest (default unlimited: CPU "
-                  "costs no time)")
+                  "readers' opens take them first (see --reader-share), the stagers what is left "
+                  "(default unlimited: CPU costs no time)")
       ->type_name("N");
   cmd->add_option("--reader-share", cluster->reader_share,
                   "With --nodes and --cores: the share of the cores the readers get while "
