@@ -379,14 +379,66 @@ void RegisterSimulate(CLI::App& app) {
                   "With --nodes: ms a node's stager spends per copy it publishes (write, fsync, "
                   "rename, index), one copy at a time (default 0: no per-copy cost)")
       ->type_name("MS");
+  cmd->add_option("--setup-s", cluster->setup_s,
+                  "With --nodes: seconds the nodes stage before the first read, from the PFS "
+                  "alone (a mount stages from the moment it is mounted); 'bench': each bench "
+                  "mode's measured setup phase, median over --compare's runs (default 0)")
+      ->type_name("S|bench");
+  cmd->add_option("--mount-s", cluster->mount_s,
+                  "With --nodes and --setup-s: seconds each node's mount takes, one after another "
+                  "(as the bench mounts its nodes): node i stages from (i+1) x this into the "
+                  "setup; 'bench': the bench baseline's setup (mounts only) / nodes, median over "
+                  "--compare's runs (default 0: every node stages from the start)")
+      ->type_name("S|bench");
+  cmd->add_option("--cores", cluster->cores,
+                  "With --nodes: CPU cores all nodes share (the live bench's one machine); the "
+                  "readers' opens take them first (see --reader-share), the stagers what is left "
+                  "(default unlimited: CPU costs no time)")
+      ->type_name("N");
+  cmd->add_option("--reader-share", cluster->reader_share,
+                  "With --nodes and --cores: the share of the cores the readers get while "
+                  "stagers wait for CPU, as a fair scheduler splits them (default 1: the readers "
+                  "first)")
+      ->type_name("F");
+  cmd->add_option("--open-cpu-ms", cluster->open_cpu_ms,
+                  "With --nodes and --cores: CPU ms per reader open, hit or miss (default 0)")
+      ->type_name("MS");
+  cmd->add_option("--copy-cpu-ms", cluster->copy_cpu_ms,
+                  "With --nodes and --cores: CPU ms per copy staged from the PFS (default 0)")
+      ->type_name("MS");
+  cmd->add_option("--transfer-cpu-ms", cluster->transfer_cpu_ms,
+                  "With --nodes and --cores: CPU ms per copy pulled from a peer, both agents and "
+                  "the publish (default 0)")
+      ->type_name("MS");
+  cmd->add_option("--digest-cpu-ms", cluster->digest_cpu_ms,
+                  "With --nodes and --cores: CPU ms more per PFS copy on the clairfs placement's "
+                  "mounts, which have a peer key (SHA-256 digest and HMAC; default 0)")
+      ->type_name("MS");
+  cmd->add_flag("--peer-window", cluster->peer_window,
+                "With --nodes: clairfs's copies from peers may go beyond the prefetch depth, "
+                "evicting copies of later use, as the live peer window lets them (default off)");
+  cmd->add_option("--transfer-ms", cluster->transfer_ms,
+                  "With --nodes: ms from asking a peer for a copy to its publish; a reader that "
+                  "comes first misses and reads the PFS (default 0: at once)")
+      ->type_name("MS");
+  cmd->add_option("--transfers-in-flight", cluster->transfers_in_flight,
+                  "With --nodes and --transfer-ms: peer transfers a node has in flight at once "
+                  "(the live agent: 8 per peer; default 0: unlimited)")
+      ->type_name("N");
+  cmd->add_option("--leave-to-reader-ms", cluster->leave_to_reader_ms,
+                  "With --nodes: a PFS copy the reader would reach within this many ms (at its "
+                  "pace so far) is left to it, as the live prefetcher leaves what it reaches "
+                  "within twice a copy's time (default 0: none)")
+      ->type_name("MS");
   cmd->add_option("--placement", cluster->placement,
                   "With --nodes: what nodes keep for each other: none, nopfs, clairfs or all "
                   "(default)")
       ->type_name("PLACEMENT");
   cmd->add_option(
          "--compare", cluster->compare,
-         "With --nodes: the JSON of `clairfs bench peers --json` for the same job, printed "
-         "beside the model epoch by epoch (baseline beside none, peers beside clairfs)")
+         "With --nodes: the JSON of `clairfs bench peers --json` runs of the same job (one "
+         "or more), their median printed beside the model epoch by epoch with the runs' "
+         "spread (baseline beside none, peers beside clairfs)")
       ->type_name("BENCH.json");
   cmd->callback([a, cluster, nodes, policy] {
     if (nodes->count() == 0) {

@@ -126,6 +126,7 @@ nlohmann::json EpochJson(const ClusterEpochResult& e, uint64_t dataset_bytes) {
                          dataset_bytes ? static_cast<double>(e.pfs_bytes) / dataset_bytes : 0.0},
                         {"peer_bytes", e.peer_bytes},
                         {"staged_files", e.staged_files},
+                        {"late_transfers", e.late_transfers},
                         {"time_s", e.time},
                         {"stall_s", e.stall}};
   return row;
@@ -218,6 +219,56 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   auto copy = ParseDecimal(a.copy_ms, "--copy-ms");
   if (!copy.ok()) return Fail(kCommand, copy.status());
   model.copy_time = *copy / 1000.0;
+  auto cores = ParseRate(a.cores, "--cores", 1);
+  if (!cores.ok()) return Fail(kCommand, cores.status());
+  model.cores = *cores;
+  auto reader_share = ParseDecimal(a.reader_share, "--reader-share");
+  if (!reader_share.ok()) return Fail(kCommand, reader_share.status());
+  model.reader_share = *reader_share;
+  struct MsFlag {
+    const std::string* text;
+    const char* flag;
+    double* into;
+  };
+  for (const MsFlag& f :
+       {MsFlag{&a.open_cpu_ms, "--open-cpu-ms", &model.open_cpu},
+        MsFlag{&a.copy_cpu_ms, "--copy-cpu-ms", &model.copy_cpu},
+        MsFlag{&a.digest_cpu_ms, "--digest-cpu-ms", &model.digest_cpu},
+        MsFlag{&a.transfer_cpu_ms, "--transfer-cpu-ms", &model.transfer_cpu},
+        MsFlag{&a.transfer_ms, "--transfer-ms", &model.transfer_time},
+        MsFlag{&a.leave_to_reader_ms, "--leave-to-reader-ms", &model.leave_to_reader}}) {
+    auto value = ParseDecimal(*f.text, f.flag);
+    if (!value.ok()) return Fail(kCommand, value.status());
+    *f.into = *value / 1000.0;
+  }
+  model.transfers_in_flight = a.transfers_in_flight;
+  model.peer_window = a.peer_window;
+  const bool setup_from_bench = a.setup_s == "bench";
+  if (setup_from_bench && a.compare.empty()) {
+    return UsageError(kCommand, "--setup-s bench takes the setup phases of --compare's runs");
+  }
+  if (!setup_from_bench) {
+    auto setup = ParseDecimal(a.setup_s, "--setup-s");
+    if (!setup.ok()) return Fail(kCommand, setup.status());
+    model.setup_time = *setup;
+  }
+  std::vector<nlohmann::json> benches;
+  for (const std::string& path : a.compare) {
+    auto bench = ReadBenchJson(path);
+    if (!bench.ok()) return Fail(kCommand, bench.status());
+    benches.push_back(std::move(*bench));
+  }
+  if (a.mount_s == "bench") {
+    // The baseline's setup is its mounts alone, one after another (no agents to wait for).
+    if (benches.empty()) return UsageError(kCommand, "--mount-s bench needs --compare BENCH.json");
+    auto mounts = BenchSetupSeconds(benches, ClusterPlacement::kNone);
+    if (!mounts.ok()) return Fail(kCommand, mounts.status());
+    model.mount_time = *mounts / model.nodes;
+  } else {
+    auto mount = ParseDecimal(a.mount_s, "--mount-s");
+    if (!mount.ok()) return Fail(kCommand, mount.status());
+    model.mount_time = *mount;
+  }
 
   auto spec = ParsePlanSpec(a.plan);
   if (!spec.ok()) return Fail(kCommand, spec.status());
@@ -262,13 +313,26 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   auto rate_json = [](double v) {
     return std::isinf(v) ? nlohmann::json("unlimited") : nlohmann::json(v);
   };
-  out["model"] = {{"pfs_bandwidth_bytes_per_s", rate_json(model.pfs_bandwidth)},
-                  {"pfs_open_latency_s", model.pfs_open_latency},
-                  {"pfs_metadata_ops_per_s", rate_json(model.pfs_metadata_ops)},
-                  {"net_bandwidth_bytes_per_s", rate_json(model.net_bandwidth)},
-                  {"nvme_bandwidth_bytes_per_s", rate_json(model.nvme_bandwidth)},
-                  {"work_s", model.work},
-                  {"copy_s", model.copy_time}};
+  out["model"] = {
+      {"pfs_bandwidth_bytes_per_s", rate_json(model.pfs_bandwidth)},
+      {"pfs_open_latency_s", model.pfs_open_latency},
+      {"pfs_metadata_ops_per_s", rate_json(model.pfs_metadata_ops)},
+      {"net_bandwidth_bytes_per_s", rate_json(model.net_bandwidth)},
+      {"nvme_bandwidth_bytes_per_s", rate_json(model.nvme_bandwidth)},
+      {"work_s", model.work},
+      {"copy_s", model.copy_time},
+      {"setup_s", setup_from_bench ? nlohmann::json("bench") : nlohmann::json(model.setup_time)},
+      {"mount_s", model.mount_time},
+      {"cores", rate_json(model.cores)},
+      {"reader_share", model.reader_share},
+      {"open_cpu_s", model.open_cpu},
+      {"copy_cpu_s", model.copy_cpu},
+      {"digest_cpu_s", model.digest_cpu},
+      {"peer_window", model.peer_window},
+      {"transfer_cpu_s", model.transfer_cpu},
+      {"transfer_s", model.transfer_time},
+      {"transfers_in_flight", model.transfers_in_flight},
+      {"leave_to_reader_s", model.leave_to_reader}};
   std::vector<ClusterRunResult> runs;
   for (ClusterPlacement placement : placements) {
     // The meter counts the readers' simulated reads and their bytes.
@@ -276,8 +340,14 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
     const uint64_t job_bytes = dataset->bytes * epochs;
     ProgressMeter meter(std::string("simulate ") + ClusterPlacementName(placement), job_reads,
                         job_bytes, !a.json && StderrIsTerminal());
+    ClusterModel run_model = model;
+    if (setup_from_bench) {
+      auto setup = BenchSetupSeconds(benches, placement);
+      if (!setup.ok()) return Fail(kCommand, setup.status());
+      run_model.setup_time = *setup;
+    }
     auto run = SimulateCluster(dataset->plan.get(), spec->start_epoch, epochs, dataset->sizes,
-                               model, placement, [&](uint64_t done, uint64_t total) {
+                               run_model, placement, [&](uint64_t done, uint64_t total) {
                                  const double part = static_cast<double>(done) / total;
                                  meter.Update(static_cast<uint64_t>(part * job_reads),
                                               static_cast<uint64_t>(part * job_bytes));
@@ -294,7 +364,10 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
       row["epoch"] = e.epoch;
       rows.push_back(row);
     }
+    nlohmann::json setup = EpochJson(run.setup, dataset->bytes);
+    setup["epoch"] = "setup";
     results[ClusterPlacementName(run.placement)] = {
+        {"setup", setup},
         {"epochs", rows},
         {"total", EpochJson(run.Total(), dataset->bytes)},
         {"held_files", run.held_files},
@@ -306,10 +379,8 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   out["placements"] = results;
   constexpr double kTolerance = 0.10;  // issue 20's calibration criterion
   std::vector<CompareRow> compare;
-  if (!a.compare.empty()) {
-    auto bench = ReadBenchJson(a.compare);
-    if (!bench.ok()) return Fail(kCommand, bench.status());
-    auto rows = CompareWithBench(*bench, runs, model.nodes, dataset->sizes.size(), dataset->bytes,
+  if (!benches.empty()) {
+    auto rows = CompareWithBench(benches, runs, model.nodes, dataset->sizes.size(), dataset->bytes,
                                  kTolerance);
     if (!rows.ok()) return Fail(kCommand, rows.status());
     compare = std::move(*rows);
@@ -319,6 +390,9 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
                       {"bench_epoch", r.epoch},
                       {"what", r.what},
                       {"measured", r.measured},
+                      {"measured_low", r.measured_low},
+                      {"measured_high", r.measured_high},
+                      {"runs", benches.size()},
                       {"model", r.model},
                       {"within_10_percent", r.within}});
     }
@@ -345,11 +419,31 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
       RateText(model.net_bandwidth, 1e6, "MB/s").c_str(),
       RateText(model.nvme_bandwidth, 1e6, "MB/s").c_str(), model.work * 1000,
       model.copy_time * 1000);
+  if (setup_from_bench || model.setup_time > 0 || !std::isinf(model.cores) ||
+      model.transfer_time > 0 || model.leave_to_reader > 0 || model.peer_window) {
+    char setup[32];
+    snprintf(setup, sizeof(setup), "%g s", model.setup_time);
+    char cores[32];
+    snprintf(cores, sizeof(cores), "%g", model.cores);
+    printf(
+        "setup %s, %g s per mount; %s cores shared (readers' share %g), CPU ms per open %g, "
+        "per PFS copy %g (+%g with a peer key), per peer copy %g; peer copies take %g ms, %s in "
+        "flight per node, peer window %s; PFS copies the reader reaches within %g ms left to it\n",
+        setup_from_bench ? "the bench's" : setup, model.mount_time,
+        std::isinf(model.cores) ? "unlimited" : cores, model.reader_share, model.open_cpu * 1000,
+        model.copy_cpu * 1000, model.digest_cpu * 1000, model.transfer_cpu * 1000,
+        model.transfer_time * 1000,
+        model.transfers_in_flight ? std::to_string(model.transfers_in_flight).c_str() : "unlimited",
+        model.peer_window ? "on" : "off", model.leave_to_reader * 1000);
+  }
   printf("%-8s %5s %11s %7s %7s %7s %11s %8s %11s %10s %10s\n", "placement", "epoch", "reads",
          "local", "peer", "pfs", "PFS bytes", "of data", "peer bytes", "time s", "stall s");
   for (const ClusterRunResult& run : runs) {
     for (const ClusterEpochResult& e : run.epochs) {
       PrintRow(ClusterPlacementName(run.placement), std::to_string(e.epoch), e, dataset->bytes);
+    }
+    if (run.setup.time > 0) {
+      PrintRow(ClusterPlacementName(run.placement), "setup", run.setup, dataset->bytes);
     }
     PrintRow(ClusterPlacementName(run.placement), "job", run.Total(), dataset->bytes);
   }
@@ -359,16 +453,16 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   if (!compare.empty()) {
     size_t within = 0;
     printf(
-        "\nbeside %s (bench epoch k = simulated epoch k-1; PFS bytes as shares of each "
-        "side's dataset)\n",
-        a.compare.c_str());
-    printf("%-8s %5s %-10s %10s %10s %8s\n", "placement", "epoch", "figure", "measured", "model",
-           "within");
+        "\nbeside %zu bench run%s (their median; low-high the runs' spread; bench epoch k = "
+        "simulated epoch k-1; PFS bytes as shares of each side's dataset)\n",
+        benches.size(), benches.size() == 1 ? "" : "s");
+    printf("%-8s %5s %-10s %10s %17s %10s %8s\n", "placement", "epoch", "figure", "measured",
+           "low-high", "model", "within");
     for (const CompareRow& r : compare) {
       within += r.within;
-      printf("%-8s %5llu %-10s %10.3f %10.3f %8s\n", r.placement.c_str(),
-             static_cast<unsigned long long>(r.epoch), r.what.c_str(), r.measured, r.model,
-             r.within ? "10%" : "no");
+      printf("%-8s %5llu %-10s %10.3f %8.3f-%-8.3f %10.3f %8s\n", r.placement.c_str(),
+             static_cast<unsigned long long>(r.epoch), r.what.c_str(), r.measured, r.measured_low,
+             r.measured_high, r.model, r.within ? "10%" : "no");
     }
     printf("%zu of %zu figures within 10%%\n", within, compare.size());
   }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace clairfs::cli {
 
@@ -43,8 +44,22 @@ struct ClusterSimulateArgs : SimulateDatasetArgs {
   std::string nvme_bandwidth = "3000";
   std::string work_ms = "0";
   std::string copy_ms = "0";
+  // Calibration to a live run (docs/SIMULATOR.md, "Setup, CPU and transfers").
+  std::string setup_s = "0";  // seconds, or "bench": each mode's measured setup (with --compare)
+  std::string mount_s = "0";  // seconds per mount, one after another, or "bench" (with --compare)
+  std::string cores = "unlimited";
+  std::string reader_share = "1";
+  std::string open_cpu_ms = "0";
+  std::string copy_cpu_ms = "0";
+  std::string digest_cpu_ms = "0";
+  std::string transfer_cpu_ms = "0";
+  std::string transfer_ms = "0";
+  uint64_t transfers_in_flight = 0;  // 0: unlimited
+  std::string leave_to_reader_ms = "0";
+  bool peer_window = false;
   std::string placement = "all";
-  std::string compare;  // a `clairfs bench peers --json` output to print beside the model
+  // `clairfs bench peers --json` outputs to print beside the model (their medians).
+  std::vector<std::string> compare;
 };
 
 int RunSimulateCluster(const ClusterSimulateArgs& args);

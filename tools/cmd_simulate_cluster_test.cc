@@ -55,6 +55,48 @@ TEST(SimulateClusterCli, PrintsATable) {
   EXPECT_EQ(r.out.find("nopfs"), std::string::npos) << r.out;
 }
 
+// Several bench runs: each figure beside their median and spread; --setup-s bench takes each
+// mode's setup phase (median 2 s for the baseline, 3 s for the peers) into the model.
+TEST(SimulateClusterCli, ComparesWithTheMedianOfSeveralBenchRuns) {
+  testing::TempDir dir;
+  std::vector<std::string> args = With({"--nodes", "4", "--node-capacity", "30%", "--pfs-bandwidth",
+                                        "200", "--setup-s", "bench", "--json", "--compare"});
+  for (int run = 0; run < 3; ++run) {
+    auto phase = [&](const std::string& name, double seconds) {
+      return nlohmann::json{{"phase", name},
+                            {"pfs_bytes", 100 * (run + 1)},
+                            {"hits", 50},
+                            {"files_read", 400},
+                            {"seconds", seconds}};
+    };
+    nlohmann::json bench = {
+        {"nodes", 4},
+        {"files", 400},
+        {"dataset_bytes", 1000},
+        {"modes",
+         {{{"mode", "baseline"},
+           {"phases", {phase("setup", 1.0 + run), phase("1", 1.0), phase("2", 1.0)}}},
+          {{"mode", "peers"},
+           {"phases", {phase("setup", 4.0 - run), phase("1", 1.0), phase("2", 1.0)}}}}}};
+    const std::string path = dir / ("bench-" + std::to_string(run) + ".json");
+    testing::WriteFile(path, bench.dump());
+    args.push_back(path);
+  }
+  CommandResult r = Simulate(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto out = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(out["placements"]["none"]["setup"]["time_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(out["placements"]["clairfs"]["setup"]["time_s"].get<double>(), 3.0);
+  EXPECT_GT(out["placements"]["none"]["setup"]["pfs_bytes"].get<uint64_t>(), 0u);
+  ASSERT_EQ(out["compare"].size(), 12u);  // 2 modes x 2 epochs x 3 figures
+  const auto& first = out["compare"][0];
+  EXPECT_EQ(first["what"], "pfs_share");
+  EXPECT_DOUBLE_EQ(first["measured"].get<double>(), 0.2);  // 0.1, 0.2, 0.3
+  EXPECT_DOUBLE_EQ(first["measured_low"].get<double>(), 0.1);
+  EXPECT_DOUBLE_EQ(first["measured_high"].get<double>(), 0.3);
+  EXPECT_EQ(first["runs"], 3);
+}
+
 TEST(SimulateClusterCli, BadInputIsOneClearLine) {
   struct Case {
     std::vector<std::string> args;
@@ -81,6 +123,12 @@ TEST(SimulateClusterCli, BadInputIsOneClearLine) {
       {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--compare",
         "/nonexistent/bench.json"},
        "--compare /nonexistent/bench.json: cannot be read"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--setup-s", "bench"},
+       "--setup-s bench takes the setup phases of --compare's runs"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--transfer-ms", "soon"},
+       "--transfer-ms 'soon'"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--cores", "many"},
+       "--cores 'many'"},
   };
   for (const Case& c : cases) {
     CommandResult r = Simulate(With(c.args));

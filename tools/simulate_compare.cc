@@ -1,6 +1,7 @@
 // SimulateCompare (see simulate_compare.h).
 #include "tools/simulate_compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -20,12 +21,23 @@ Result<uint64_t> UintField(const nlohmann::json& object, const char* key) {
   return it->get<uint64_t>();
 }
 
-}  // namespace
+const char* BenchModeOf(ClusterPlacement placement) {
+  switch (placement) {
+    case ClusterPlacement::kNone:
+      return "baseline";
+    case ClusterPlacement::kClairfs:
+      return "peers";
+    case ClusterPlacement::kNoPfs:
+      return "baseline";  // no agents to wait for: the baseline's setup
+  }
+  return nullptr;
+}
 
-Result<std::vector<CompareRow>> CompareWithBench(const nlohmann::json& bench,
-                                                 const std::vector<ClusterRunResult>& runs,
-                                                 uint32_t nodes, uint64_t files,
-                                                 uint64_t dataset_bytes, double tolerance) {
+// One bench run's rows (measured and model figures; not yet judged).
+Result<std::vector<CompareRow>> RowsOfOneBench(const nlohmann::json& bench,
+                                               const std::vector<ClusterRunResult>& runs,
+                                               uint32_t nodes, uint64_t files,
+                                               uint64_t dataset_bytes) {
   if (!bench.is_object()) return Status::Invalid("--compare: not a JSON object");
   auto bench_nodes = UintField(bench, "nodes");
   if (!bench_nodes.ok()) return bench_nodes.status();
@@ -54,7 +66,7 @@ Result<std::vector<CompareRow>> CompareWithBench(const nlohmann::json& bench,
     if (run == nullptr) continue;
     uint64_t epoch = 0;
     for (const nlohmann::json& phase : mode.value("phases", nlohmann::json::array())) {
-      // Epoch phases are named "1", "2", ...; "setup" and "end" have no counterpart.
+      // Epoch phases are named "1", "2", ...; "setup" and "end" have no reads to compare.
       const std::string label = phase.value("phase", std::string());
       if (label.empty() || label.find_first_not_of("0123456789") != std::string::npos ||
           label.size() > 9) {
@@ -76,15 +88,86 @@ Result<std::vector<CompareRow>> CompareWithBench(const nlohmann::json& bench,
           e.LocalHitRatio(), e.time};
       const char* what[] = {"pfs_share", "hit_ratio", "time_s"};
       for (int i = 0; i < 3; ++i) {
-        rows.push_back(CompareRow{placement, epoch, what[i], measured[i], model[i],
-                                  Within(measured[i], model[i], tolerance)});
+        rows.push_back(CompareRow{placement, epoch, what[i], measured[i], measured[i], measured[i],
+                                  model[i], false});
       }
     }
     if (epoch == 0) return Status::Invalid("--compare: the bench's " + name + " has no epochs");
   }
-  if (rows.empty())
+  if (rows.empty()) {
     return Status::Invalid("--compare: no mode of the bench matches a placement run");
+  }
   return rows;
+}
+
+}  // namespace
+
+double MedianOf(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+Result<std::vector<CompareRow>> CompareWithBench(const std::vector<nlohmann::json>& benches,
+                                                 const std::vector<ClusterRunResult>& runs,
+                                                 uint32_t nodes, uint64_t files,
+                                                 uint64_t dataset_bytes, double tolerance) {
+  if (benches.empty()) return Status::Invalid("--compare: no bench run given");
+  std::vector<std::vector<CompareRow>> per_bench;
+  for (const nlohmann::json& bench : benches) {
+    auto rows = RowsOfOneBench(bench, runs, nodes, files, dataset_bytes);
+    if (!rows.ok()) return rows.status();
+    per_bench.push_back(std::move(*rows));
+  }
+  std::vector<CompareRow> rows = per_bench.front();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<double> values;
+    for (const std::vector<CompareRow>& other : per_bench) {
+      if (other.size() != rows.size() || other[i].placement != rows[i].placement ||
+          other[i].epoch != rows[i].epoch || other[i].what != rows[i].what) {
+        return Status::Invalid("--compare: the bench runs differ in their modes or epochs");
+      }
+      values.push_back(other[i].measured);
+    }
+    CompareRow& row = rows[i];
+    row.measured = MedianOf(values);
+    row.measured_low = *std::min_element(values.begin(), values.end());
+    row.measured_high = *std::max_element(values.begin(), values.end());
+    row.within = Within(row.measured, row.model, tolerance);
+  }
+  return rows;
+}
+
+Result<double> BenchSetupSeconds(const std::vector<nlohmann::json>& benches,
+                                 ClusterPlacement placement) {
+  const char* wanted = BenchModeOf(placement);
+  if (wanted == nullptr) {
+    return Status::Invalid(std::string("--setup-s bench: the bench has no mode for ") +
+                           ClusterPlacementName(placement));
+  }
+  std::vector<double> seconds;
+  for (const nlohmann::json& bench : benches) {
+    bool found = false;
+    const nlohmann::json modes =
+        bench.is_object() ? bench.value("modes", nlohmann::json::array()) : nlohmann::json::array();
+    for (const nlohmann::json& mode : modes) {
+      if (!mode.is_object() || mode.value("mode", std::string()) != wanted) continue;
+      for (const nlohmann::json& phase : mode.value("phases", nlohmann::json::array())) {
+        if (phase.is_object() && phase.value("phase", std::string()) == "setup" &&
+            phase.contains("seconds") && phase["seconds"].is_number()) {
+          seconds.push_back(phase["seconds"].get<double>());
+          found = true;
+        }
+      }
+    }
+    if (!found) {
+      return Status::Invalid(std::string("--setup-s bench: a bench run has no setup phase of ") +
+                             wanted);
+    }
+  }
+  if (seconds.empty()) return Status::Invalid("--setup-s bench needs --compare BENCH.json");
+  return MedianOf(seconds);
 }
 
 }  // namespace clairfs::cli

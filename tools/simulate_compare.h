@@ -1,11 +1,13 @@
-// SimulateCompare: the cluster simulator's answers beside a live `clairfs bench peers --json`
-// run of the same job (issue 20's calibration: PFS bytes, hit ratios and epoch times within 10%).
+// SimulateCompare: the cluster simulator's answers beside live `clairfs bench peers --json` runs
+// of the same job (issue 20's calibration: PFS bytes, hit ratios and epoch times within 10%).
 //
 // The bench's modes map onto placements (baseline -> none, peers -> clairfs) and its epochs 1..E
-// onto the simulated epochs in order; its setup and end phases have no counterpart (the model has
-// no setup phase) and are left out. PFS bytes are compared as shares of each side's dataset (the
-// bench counts file bytes, the model 4 KiB blocks). A row is within tolerance when the model's
-// figure is within `tolerance` (relative) of the measured one; a measured 0 needs a model 0.
+// onto the simulated epochs in order; its setup and end phases are not compared (the model's
+// setup, --setup-s, has no reads). PFS bytes are compared as shares of each side's dataset (the
+// bench counts file bytes, the model 4 KiB blocks). With several runs of the bench, each figure is
+// compared with the runs' median (the middle one; the mean of the two middle ones for an even
+// count), and their lowest and highest are kept as the live spread. A row is within tolerance when
+// the model's figure is within `tolerance` (relative) of the median; a median of 0 needs a model 0.
 //
 // Thread-safety: pure functions. Errors: EINVAL naming what does not match or is missing.
 #pragma once
@@ -22,20 +24,31 @@
 namespace clairfs::cli {
 
 struct CompareRow {
-  std::string placement;  // none or clairfs
-  uint64_t epoch = 0;     // the bench's (1-based)
-  std::string what;       // "pfs_share", "hit_ratio", "time_s"
-  double measured = 0;
+  std::string placement;     // none or clairfs
+  uint64_t epoch = 0;        // the bench's (1-based)
+  std::string what;          // "pfs_share", "hit_ratio", "time_s"
+  double measured = 0;       // the median over the runs
+  double measured_low = 0;   // the lowest of the runs
+  double measured_high = 0;  // the highest of the runs
   double model = 0;
   bool within = false;
 };
 
-// `bench`: the bench's JSON. `runs`: the simulated placements (others are ignored);
-// `dataset_bytes`: the model's. Checks that the bench ran `nodes` nodes over `files` files for as
-// many epochs as were simulated.
-Result<std::vector<CompareRow>> CompareWithBench(const nlohmann::json& bench,
+// The middle of `values` (the mean of the two middle ones for an even count); 0 for none.
+double MedianOf(std::vector<double> values);
+
+// `benches`: one or more runs of the bench (JSON). `runs`: the simulated placements (others are
+// ignored); `dataset_bytes`: the model's. Checks that every bench ran `nodes` nodes over `files`
+// files, that all have the same modes and epochs, and as many epochs as were simulated.
+Result<std::vector<CompareRow>> CompareWithBench(const std::vector<nlohmann::json>& benches,
                                                  const std::vector<ClusterRunResult>& runs,
                                                  uint32_t nodes, uint64_t files,
                                                  uint64_t dataset_bytes, double tolerance);
+
+// The median over `benches` of the measured setup phase's seconds of the bench mode that maps onto
+// `placement` (peers for clairfs; baseline for none and nopfs, which have no agents to wait for);
+// EINVAL if a bench lacks it.
+Result<double> BenchSetupSeconds(const std::vector<nlohmann::json>& benches,
+                                 ClusterPlacement placement);
 
 }  // namespace clairfs::cli

@@ -1,5 +1,6 @@
-// The model beside a bench run: modes onto placements, epochs in order, the 10% rule, and bench
-// JSON that does not fit the simulated job.
+// The model beside bench runs: modes onto placements, epochs in order, the 10% rule against the
+// runs' median with their spread, the setup phase's median, and bench JSON that does not fit the
+// simulated job.
 #include "tools/simulate_compare.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +21,8 @@ ClusterRunResult SimulatedRun(ClusterPlacement placement, uint64_t pfs_bytes, ui
   return run;
 }
 
-nlohmann::json Bench() {
+// A bench whose baseline epoch 1 read `pfs_1` bytes and took `seconds_1` s; setup `setup` s.
+nlohmann::json Bench(uint64_t pfs_1 = 500, double seconds_1 = 1.0, double setup = 3.0) {
   auto epoch = [](const char* name, uint64_t pfs, uint64_t hits, double seconds) {
     return nlohmann::json{{"phase", name},
                           {"pfs_bytes", pfs},
@@ -35,7 +37,8 @@ nlohmann::json Bench() {
       {"modes",
        {{{"mode", "baseline"},
          {"phases",
-          {epoch("setup", 900, 0, 3.0), epoch("1", 500, 50, 1.0), epoch("2", 400, 60, 1.0)}}},
+          {epoch("setup", 900, 0, setup), epoch("1", pfs_1, 50, seconds_1),
+           epoch("2", 400, 60, 1.0)}}},
         {{"mode", "peers"}, {"phases", {epoch("1", 100, 90, 0.5), epoch("2", 0, 100, 0.4)}}}}}};
 }
 
@@ -45,7 +48,7 @@ TEST(SimulateCompareTest, ModesMeetPlacementsEpochByEpoch) {
   std::vector<ClusterRunResult> runs = {SimulatedRun(ClusterPlacement::kNone, 1050, 70, 1.5),
                                         SimulatedRun(ClusterPlacement::kNoPfs, 0, 0, 0),
                                         SimulatedRun(ClusterPlacement::kClairfs, 0, 100, 0.41)};
-  auto rows = CompareWithBench(Bench(), runs, 4, 100, 2000, 0.10);
+  auto rows = CompareWithBench({Bench()}, runs, 4, 100, 2000, 0.10);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   ASSERT_EQ(rows->size(), 12u);  // 2 modes x 2 epochs x 3 figures; setup left out
   const CompareRow& first = (*rows)[0];
@@ -66,20 +69,62 @@ TEST(SimulateCompareTest, ModesMeetPlacementsEpochByEpoch) {
 
 TEST(SimulateCompareTest, ABenchOfAnotherJobIsRefused) {
   std::vector<ClusterRunResult> runs = {SimulatedRun(ClusterPlacement::kNone, 0, 0, 0)};
-  auto other = CompareWithBench(Bench(), runs, 8, 100, 2000, 0.10);
+  auto other = CompareWithBench({Bench()}, runs, 8, 100, 2000, 0.10);
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().message(),
             "--compare: the bench ran 4 nodes over 100 files, not 8 over 100");
-  auto shorter = CompareWithBench(Bench(), {SimulatedRun(ClusterPlacement::kNone, 0, 0, 0)}, 4, 100,
-                                  2000, 0.10);
+  auto shorter = CompareWithBench({Bench()}, {SimulatedRun(ClusterPlacement::kNone, 0, 0, 0)}, 4,
+                                  100, 2000, 0.10);
   EXPECT_TRUE(shorter.ok());
   std::vector<ClusterRunResult> one_epoch = {SimulatedRun(ClusterPlacement::kNone, 0, 0, 0)};
   one_epoch[0].epochs.resize(1);
-  auto too_few = CompareWithBench(Bench(), one_epoch, 4, 100, 2000, 0.10);
+  auto too_few = CompareWithBench({Bench()}, one_epoch, 4, 100, 2000, 0.10);
   ASSERT_FALSE(too_few.ok());
   EXPECT_NE(too_few.status().message().find("epoch 2"), std::string::npos);
-  EXPECT_FALSE(CompareWithBench(nlohmann::json::array(), runs, 4, 100, 2000, 0.10).ok());
-  EXPECT_FALSE(CompareWithBench(nlohmann::json{{"nodes", 4}}, runs, 4, 100, 2000, 0.10).ok());
+  EXPECT_FALSE(CompareWithBench({nlohmann::json::array()}, runs, 4, 100, 2000, 0.10).ok());
+  EXPECT_FALSE(CompareWithBench({nlohmann::json{{"nodes", 4}}}, runs, 4, 100, 2000, 0.10).ok());
+}
+
+// Three runs: each figure against their median, with the lowest and highest kept as the spread.
+TEST(SimulateCompareTest, SeveralRunsCompareWithTheirMedian) {
+  std::vector<ClusterRunResult> runs = {SimulatedRun(ClusterPlacement::kNone, 1050, 50, 1.56)};
+  // Baseline epoch 1: PFS shares 0.3, 0.5, 0.9 (median 0.5: the model's 0.525 is within 10% of
+  // it, not of the mean 0.567), times 1.2, 1.4, 1.6 s (median 1.4).
+  auto rows = CompareWithBench({Bench(300, 1.6), Bench(900, 1.2), Bench(500, 1.4)}, runs, 4, 100,
+                               2000, 0.10);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 6u);  // the baseline only: no clairfs run
+  const CompareRow& pfs = (*rows)[0];
+  EXPECT_DOUBLE_EQ(pfs.measured, 0.5);
+  EXPECT_DOUBLE_EQ(pfs.measured_low, 0.3);
+  EXPECT_DOUBLE_EQ(pfs.measured_high, 0.9);
+  EXPECT_TRUE(pfs.within);
+  const CompareRow& time = (*rows)[2];
+  EXPECT_DOUBLE_EQ(time.measured, 1.4);
+  EXPECT_DOUBLE_EQ(time.measured_low, 1.2);
+  EXPECT_DOUBLE_EQ(time.measured_high, 1.6);
+  EXPECT_FALSE(time.within);  // 1.56 s is within 10% of 1.6 s, not of the median 1.4 s
+  EXPECT_DOUBLE_EQ(MedianOf({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(MedianOf({}), 0.0);
+  // Runs of different shapes are refused.
+  nlohmann::json shorter = Bench();
+  shorter["modes"][0]["phases"].erase(2);
+  auto mixed = CompareWithBench({Bench(), shorter}, runs, 4, 100, 2000, 0.10);
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.status().message(), "--compare: the bench runs differ in their modes or epochs");
+  EXPECT_FALSE(CompareWithBench({}, runs, 4, 100, 2000, 0.10).ok());
+}
+
+// The setup phase's seconds, median over the runs, by the mode a placement maps onto.
+TEST(SimulateCompareTest, SetupSecondsAreTheRunsMedian) {
+  auto none = BenchSetupSeconds({Bench(500, 1, 3.0), Bench(500, 1, 1.0), Bench(500, 1, 2.5)},
+                                ClusterPlacement::kNone);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_DOUBLE_EQ(*none, 2.5);
+  // The bench's peers mode has no setup phase here: refused, naming it.
+  auto peers = BenchSetupSeconds({Bench()}, ClusterPlacement::kClairfs);
+  ASSERT_FALSE(peers.ok());
+  EXPECT_EQ(peers.status().message(), "--setup-s bench: a bench run has no setup phase of peers");
 }
 
 }  // namespace

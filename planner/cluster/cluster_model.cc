@@ -40,7 +40,14 @@ Status CheckClusterModel(const ClusterModel& model) {
         Figure{"--pfs-metadata-ops", model.pfs_metadata_ops, false},
         Figure{"--net-bandwidth", model.net_bandwidth, false},
         Figure{"--nvme-bandwidth", model.nvme_bandwidth, false},
-        Figure{"--work-ms", model.work, true}, Figure{"--copy-ms", model.copy_time, true}}) {
+        Figure{"--work-ms", model.work, true}, Figure{"--copy-ms", model.copy_time, true},
+        Figure{"--setup-s", model.setup_time, true}, Figure{"--mount-s", model.mount_time, true},
+        Figure{"--cores", model.cores, false}, Figure{"--open-cpu-ms", model.open_cpu, true},
+        Figure{"--copy-cpu-ms", model.copy_cpu, true},
+        Figure{"--digest-cpu-ms", model.digest_cpu, true},
+        Figure{"--transfer-cpu-ms", model.transfer_cpu, true},
+        Figure{"--transfer-ms", model.transfer_time, true},
+        Figure{"--leave-to-reader-ms", model.leave_to_reader, true}}) {
     if (std::isnan(f.value) || f.value < 0 || (!f.may_be_zero && f.value == 0)) {
       return Status::Invalid(std::string(f.flag) +
                              (f.may_be_zero ? " must not be negative" : " must be more than 0"));
@@ -49,12 +56,29 @@ Status CheckClusterModel(const ClusterModel& model) {
   if (std::isinf(model.pfs_open_latency) || std::isinf(model.work) || std::isinf(model.copy_time)) {
     return Status::Invalid("--pfs-open-latency, --work-ms and --copy-ms must be finite");
   }
+  for (double figure :
+       {model.setup_time, model.mount_time, model.open_cpu, model.copy_cpu, model.digest_cpu,
+        model.transfer_cpu, model.transfer_time, model.leave_to_reader}) {
+    if (std::isinf(figure)) {
+      return Status::Invalid(
+          "--setup-s, --mount-s, --open-cpu-ms, --copy-cpu-ms, --digest-cpu-ms, --transfer-cpu-ms, "
+          "--transfer-ms "
+          "and "
+          "--leave-to-reader-ms must be finite");
+    }
+  }
+  if (!(model.reader_share > 0 && model.reader_share <= 1)) {
+    return Status::Invalid("--reader-share must be more than 0 and at most 1");
+  }
   return Status::Ok();
 }
 
 ClusterEpochResult ClusterRunResult::Total() const {
   ClusterEpochResult total;
-  for (const ClusterEpochResult& e : epochs) {
+  std::vector<const ClusterEpochResult*> parts{&setup};  // the setup's staging is the job's too
+  for (const ClusterEpochResult& e : epochs) parts.push_back(&e);
+  for (const ClusterEpochResult* part : parts) {
+    const ClusterEpochResult& e = *part;
     total.reads += e.reads;
     total.local_hits += e.local_hits;
     total.peer_reads += e.peer_reads;
@@ -64,6 +88,7 @@ ClusterEpochResult ClusterRunResult::Total() const {
     total.pfs_opens += e.pfs_opens;
     total.peer_bytes += e.peer_bytes;
     total.staged_files += e.staged_files;
+    total.late_transfers += e.late_transfers;
     total.time += e.time;
     total.stall += e.stall;
   }

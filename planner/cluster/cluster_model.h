@@ -39,6 +39,24 @@ struct ClusterModel {
   double nvme_bandwidth = kUnlimited;    // bytes/s of local reads per node
   double work = 0;                       // seconds of compute per sample
   double copy_time = 0;  // seconds a node's stager spends per copy it publishes, one at a time
+  // Calibration to a live run (docs/SIMULATOR.md, "Setup, CPU and transfers"); each default
+  // leaves the model as it was without it.
+  double setup_time = 0;      // seconds the stagers run before the first read (the mounts' start)
+  double mount_time = 0;      // seconds each node's mount takes, one after another, in the setup
+  double cores = kUnlimited;  // CPU cores all nodes share; unlimited: CPU costs no time
+  double reader_share = 1;    // of the cores, the readers' while stagers wait for CPU (0, 1]
+  double open_cpu = 0;        // CPU-seconds per reader open (hit or miss), on the shared cores
+  double copy_cpu = 0;        // CPU-seconds per copy staged from the PFS
+  double digest_cpu = 0;      // more per PFS copy on a mount with a peer key (clairfs only)
+  double transfer_cpu = 0;    // CPU-seconds per copy moved from a peer (both agents, the publish)
+  double transfer_time = 0;   // seconds from asking a peer for a copy to its publish
+  uint64_t transfers_in_flight = 0;  // a node's peer transfers at once; 0: unlimited
+  // A PFS copy the reader would reach within this many seconds is left to the reader (the live
+  // prefetcher's "twice a copy's time"); 0: none. Copies from peers are exempt (docs/PEERS.md).
+  double leave_to_reader = 0;
+  // The live peer window (docs/PEERS.md): clairfs's copies from peers may go beyond the prefetch
+  // depth, evicting copies of later use, not only into free space. Off: every copy as from the PFS.
+  bool peer_window = false;
 };
 
 // Checks what the simulator cannot run: no nodes or ranks, no capacity, negative or NaN
@@ -47,18 +65,19 @@ Status CheckClusterModel(const ClusterModel& model);
 
 // One epoch of one placement, summed over the nodes.
 struct ClusterEpochResult {
-  uint64_t epoch = 0;         // absolute
-  uint64_t reads = 0;         // opens by the readers
-  uint64_t local_hits = 0;    // reads served from a copy on the reader's node
-  uint64_t peer_reads = 0;    // reads served from another node's copy
-  uint64_t pfs_reads = 0;     // reads served from the PFS (misses)
-  uint64_t local_bytes = 0;   // bytes of local hits
-  uint64_t pfs_bytes = 0;     // bytes read from the PFS: misses and staging
-  uint64_t pfs_opens = 0;     // opens at the PFS: misses and staging
-  uint64_t peer_bytes = 0;    // bytes moved between nodes: peer reads and staging from peers
-  uint64_t staged_files = 0;  // copies staged ahead (from the PFS or a peer)
-  double time = 0;            // seconds: the sum of the epoch's steps
-  double stall = 0;           // seconds the readers waited beyond the per-sample work
+  uint64_t epoch = 0;           // absolute
+  uint64_t reads = 0;           // opens by the readers
+  uint64_t local_hits = 0;      // reads served from a copy on the reader's node
+  uint64_t peer_reads = 0;      // reads served from another node's copy
+  uint64_t pfs_reads = 0;       // reads served from the PFS (misses)
+  uint64_t local_bytes = 0;     // bytes of local hits
+  uint64_t pfs_bytes = 0;       // bytes read from the PFS: misses and staging
+  uint64_t pfs_opens = 0;       // opens at the PFS: misses and staging
+  uint64_t peer_bytes = 0;      // bytes moved between nodes: peer reads and staging from peers
+  uint64_t staged_files = 0;    // copies staged ahead (from the PFS or a peer)
+  uint64_t late_transfers = 0;  // reads that found their peer copy still in flight (misses)
+  double time = 0;              // seconds: the sum of the epoch's steps
+  double stall = 0;             // seconds the readers waited beyond the per-sample work
 
   double LocalHitRatio() const {
     return reads ? static_cast<double>(local_hits) / static_cast<double>(reads) : 0.0;
@@ -67,6 +86,7 @@ struct ClusterEpochResult {
 
 struct ClusterRunResult {
   ClusterPlacement placement = ClusterPlacement::kNone;
+  ClusterEpochResult setup;  // the staging before the first read (model.setup_time; no reads)
   std::vector<ClusterEpochResult> epochs;
   uint64_t held_files = 0;  // files the nodes chose to hold (over all nodes)
   uint64_t held_bytes = 0;

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "planner/cluster/cluster_holds.h"
 #include "planner/cluster/epoch_reads.h"
@@ -35,11 +38,17 @@ struct NodeState {
   double ops_credit = 0;
   double net_credit = 0;
   double copy_credit = 0;       // copies the stager can still publish
+  double cpu_credit = 0;        // CPU-seconds of the shared cores the stager can still spend
   bool credit_limited = false;  // the stager last stopped for want of credit
+  bool cpu_limited = false;     // ... of CPU in particular (it is runnable: it shares the cores)
   // This step's reads by source (bytes), for its data time.
   uint64_t step_local = 0;
   uint64_t step_peer = 0;
   uint64_t step_pfs = 0;
+  // Copies from peers still in flight (only with a transfer time): (arrival clock, file) in
+  // arrival order (one transfer time for all, so asking order), and each file's latest arrival.
+  std::deque<std::pair<double, uint32_t>> arriving;
+  std::unordered_map<uint32_t, double> arrival_of;
 };
 
 class Simulation {
@@ -66,6 +75,7 @@ class Simulation {
       nodes_.back().ops_credit = Spare(model.pfs_metadata_ops, 0, 0);
       nodes_.back().net_credit = Spare(model.net_bandwidth, 0, 0);
       nodes_.back().copy_credit = Spare(CopyRate(), 0, 0);
+      nodes_.back().cpu_credit = Spare(model.cores, 0, 0);
     }
     result_.placement = placement;
   }
@@ -97,6 +107,18 @@ class Simulation {
   void Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochResult* tally);
   void EndStep(ClusterEpochResult* tally);
   void LoadedAnotherEpoch();
+  // The stagers' run before the first read: model_.setup_time seconds of credit, spent from the
+  // PFS alone (the live agents attach at the end of the bench's setup phase).
+  void Setup(uint64_t first_epoch);
+  // True while a copy of `file` pulled from a peer has not arrived at `node` yet.
+  bool Arriving(const NodeState& s, uint32_t file) const {
+    if (model_.transfer_time <= 0) return false;
+    auto it = s.arrival_of.find(file);
+    return it != s.arrival_of.end() && it->second > clock_;
+  }
+  // Positions ahead of the reader the stager leaves to it (model_.leave_to_reader at the readers'
+  // pace so far; 0 without the rule or before any time has passed).
+  uint64_t LeftToReader() const;
 
   const std::vector<uint64_t>& sizes_;
   ClusterModel model_;
@@ -110,6 +132,11 @@ class Simulation {
   std::shared_ptr<const EpochReads> next_;
   uint64_t step_pfs_bytes_ = 0;  // this step's reads from the PFS, all nodes
   uint64_t step_pfs_opens_ = 0;
+  uint64_t step_opens_ = 0;  // this step's reader opens, all nodes (their CPU)
+  double clock_ = 0;         // seconds since the job started (setup included)
+  double read_time_ = 0;     // seconds of steps so far, for the readers' pace
+  uint64_t positions_ = 0;   // node-time positions the readers passed so far
+  bool in_setup_ = false;
   ClusterRunResult result_;
 };
 
@@ -146,21 +173,44 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
   const uint64_t capacity = s.cache.capacity();
   if (s.ahead < now) s.ahead = now;
   s.credit_limited = false;
+  s.cpu_limited = false;
+  const uint64_t left_to_reader = LeftToReader();
+  const double digest_cpu = placement_ == ClusterPlacement::kClairfs ? model_.digest_cpu : 0.0;
+  const bool peer_window =
+      model_.peer_window && placement_ == ClusterPlacement::kClairfs && !in_setup_;
   const uint64_t horizon = HorizonEnd();
   for (; s.ahead < horizon; ++s.ahead) {
     const uint64_t next = FileAt(node, s.ahead);
     if (next == kNeverRead) continue;
     const auto file = static_cast<uint32_t>(next);
     const uint64_t size = sizes_[file];
-    if (s.ahead >= now + depth_ && s.cache.used() + size > capacity) break;
+    // Beyond the prefetch depth a copy goes only into free space; with the peer window a peer's
+    // copy may evict copies of later use there too (docs/PEERS.md, "The window a peer's files
+    // get"), so the walk goes on to see where the next file comes from.
+    const bool beyond_depth = s.ahead >= now + depth_ && s.cache.used() + size > capacity;
+    if (beyond_depth && !peer_window) break;
     if (s.cache.Has(file) || size > capacity) continue;
-    uint32_t peer = PeerSource(node, file);
-    const uint32_t home_to_stage = peer == kNoNode ? HomeToStage(node, file) : kNoNode;
+    uint32_t peer = in_setup_ ? kNoNode : PeerSource(node, file);
+    const uint32_t home_to_stage =
+        peer == kNoNode && !in_setup_ ? HomeToStage(node, file) : kNoNode;
     const bool from_pfs = peer == kNoNode;  // directly, or through the home that stages it
+    const bool transfer = peer != kNoNode || home_to_stage != kNoNode;
+    if (beyond_depth && !transfer) break;
+    // The live prefetcher leaves to the reader the PFS copies it would reach first; a peer's
+    // copy losing the race costs the PFS nothing, so it is asked for anyway (docs/PEERS.md).
+    if (!transfer && s.ahead < now + left_to_reader) continue;
     const auto bytes = static_cast<double>(size);
-    if (s.net_credit < bytes || s.copy_credit < 1 ||
-        (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1))) {
+    // A copy from the PFS costs its CPU (and, on the clairfs placement's mounts, which have a
+    // peer key, its digest's) to the node that stages it: the asker, or the home for it.
+    const double pfs_copy_cpu = model_.copy_cpu + digest_cpu;
+    const double cpu =
+        transfer ? model_.transfer_cpu + (from_pfs ? pfs_copy_cpu : 0.0) : pfs_copy_cpu;
+    if (s.net_credit < bytes || s.copy_credit < 1 || s.cpu_credit < cpu ||
+        (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1)) ||
+        (transfer && model_.transfer_time > 0 && model_.transfers_in_flight > 0 &&
+         s.arriving.size() >= model_.transfers_in_flight)) {
       s.credit_limited = true;
+      s.cpu_limited = s.cpu_credit < cpu;
       break;
     }
     if (!s.cache.MakeRoom(size, s.ahead, sizes_)) break;
@@ -174,6 +224,12 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     }
     s.net_credit -= bytes;
     s.copy_credit -= 1;
+    s.cpu_credit -= cpu;
+    if (transfer && model_.transfer_time > 0) {
+      const double arrival = clock_ + model_.transfer_time;
+      s.arriving.emplace_back(arrival, file);
+      s.arrival_of[file] = arrival;
+    }
     if (from_pfs) {
       s.pfs_credit -= bytes;
       s.ops_credit -= 1;
@@ -191,13 +247,18 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   NodeState& s = nodes_[node];
   const uint64_t size = sizes_[file];
   ++tally->reads;
-  if (s.cache.Has(file)) {
+  ++step_opens_;
+  const bool has = s.cache.Has(file);
+  if (has) s.cache.Rekey(file, NodeCache::KeyFor(file, NextUse(node, file, now + 1), now));
+  if (has && !Arriving(s, file)) {
     ++tally->local_hits;
     tally->local_bytes += size;
     s.step_local += size;
-    s.cache.Rekey(file, NodeCache::KeyFor(file, NextUse(node, file, now + 1), now));
     return;
   }
+  // A copy still coming from a peer: a reader never waits for a peer, so this is a miss; the
+  // copy still arrives (the live tier leaves a withdrawn transfer to arrive).
+  if (has) ++tally->late_transfers;
   // NoPFS reads a miss from a node that holds the file; clairfs's readers never wait for a peer
   // (docs/PEERS.md): a miss is read from the PFS.
   const uint32_t peer = placement_ == ClusterPlacement::kNoPfs ? PeerSource(node, file) : kNoNode;
@@ -215,7 +276,7 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   }
   // A read does not cache what the plan policy did not stage, but a held file is kept as it is
   // read (the live agent has its daemon stage a home file as soon as a peer wants it).
-  if (s.cache.Holds(file) && size <= s.cache.capacity() &&
+  if (!has && s.cache.Holds(file) && size <= s.cache.capacity() &&
       s.cache.MakeRoom(size, std::nullopt, sizes_)) {
     s.cache.Insert(file, NodeCache::Key{kNeverRead, ~now}, sizes_);
     MarkHeld(node, file);
@@ -236,14 +297,33 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
     if (s.step_pfs > 0) data = std::max(data, pfs_time);
     slowest = std::max(slowest, data);
   }
+  // The readers' opens take CPU first; all nodes share the cores (the live bench's machine).
+  // While a stager waits for CPU it is runnable, and the scheduler gives the readers only their
+  // share of the cores (model_.reader_share; 1: the readers first).
+  const double reader_cpu = static_cast<double>(step_opens_) * model_.open_cpu;
+  if (!std::isinf(model_.cores)) {
+    bool stagers_runnable = false;
+    for (const NodeState& s : nodes_) stagers_runnable = stagers_runnable || s.cpu_limited;
+    const double reader_cores = model_.cores * (stagers_runnable ? model_.reader_share : 1.0);
+    slowest = std::max(slowest, reader_cpu / reader_cores);
+  }
   const double step = std::max(model_.work, slowest);
   tally->time += step;
   tally->stall += step - model_.work;
+  clock_ += step;
+  read_time_ += step;
   const double pfs_share = Spare(model_.pfs_bandwidth, step, pfs_bytes) / model_.nodes;
   const double ops_share = Spare(model_.pfs_metadata_ops, step, pfs_opens) / model_.nodes;
+  const double cpu_share = Spare(model_.cores, step, reader_cpu) / model_.nodes;
   for (NodeState& s : nodes_) {
     if (!s.credit_limited) {
-      s.pfs_credit = s.ops_credit = s.net_credit = s.copy_credit = 0;  // not spendable
+      s.pfs_credit = s.ops_credit = s.net_credit = s.copy_credit = s.cpu_credit = 0;  // unspent
+    }
+    s.cpu_credit += cpu_share;
+    while (!s.arriving.empty() && s.arriving.front().first <= clock_) {
+      auto it = s.arrival_of.find(s.arriving.front().second);
+      if (it != s.arrival_of.end() && it->second <= clock_) s.arrival_of.erase(it);
+      s.arriving.pop_front();
     }
     s.copy_credit += Spare(CopyRate(), step, 0);
     s.pfs_credit += pfs_share;
@@ -252,7 +332,42 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
         Spare(model_.net_bandwidth, step, static_cast<double>(s.step_peer + s.step_pfs));
     s.step_local = s.step_peer = s.step_pfs = 0;
   }
-  step_pfs_bytes_ = step_pfs_opens_ = 0;
+  step_pfs_bytes_ = step_pfs_opens_ = step_opens_ = 0;
+  positions_ += model_.ranks_per_node;
+}
+
+uint64_t Simulation::LeftToReader() const {
+  if (model_.leave_to_reader <= 0 || read_time_ <= 0) return 0;
+  const double pace = static_cast<double>(positions_) / read_time_;  // positions per second
+  return static_cast<uint64_t>(std::ceil(pace * model_.leave_to_reader));
+}
+
+void Simulation::Setup(uint64_t first_epoch) {
+  result_.setup.epoch = first_epoch;
+  if (model_.setup_time <= 0) return;
+  for (uint32_t n = 0; n < model_.nodes; ++n) {
+    // Node n is mounted, and starts staging, (n + 1) x mount_time into the setup.
+    const double t = std::max(0.0, model_.setup_time - (n + 1) * model_.mount_time);
+    NodeState& s = nodes_[n];
+    s.pfs_credit = Spare(model_.pfs_bandwidth, t, 0) / model_.nodes;
+    s.ops_credit = Spare(model_.pfs_metadata_ops, t, 0) / model_.nodes;
+    s.net_credit = Spare(model_.net_bandwidth, t, 0);
+    s.copy_credit = Spare(CopyRate(), t, 0);
+    s.cpu_credit = Spare(model_.cores, t, 0) / model_.nodes;
+  }
+  in_setup_ = true;
+  for (uint32_t n = 0; n < model_.nodes; ++n) Stage(n, current_->base(), &result_.setup);
+  in_setup_ = false;
+  result_.setup.time = model_.setup_time;
+  clock_ += model_.setup_time;
+  // What the setup left unspent is gone, as at any step whose stager was not limited.
+  for (NodeState& s : nodes_) {
+    s.pfs_credit = Spare(model_.pfs_bandwidth, 0, 0);
+    s.ops_credit = Spare(model_.pfs_metadata_ops, 0, 0);
+    s.net_credit = Spare(model_.net_bandwidth, 0, 0);
+    s.copy_credit = Spare(CopyRate(), 0, 0);
+    s.cpu_credit = Spare(model_.cores, 0, 0);
+  }
 }
 
 // Copies with no next use in the old loaded epochs may have one in the epoch just loaded.
@@ -279,6 +394,7 @@ Status Simulation::Run(Plan* plan, uint64_t first_epoch, uint64_t epochs,
   }
   const uint64_t total_steps = current_->steps() * epochs;  // an estimate for the meter
   uint64_t done = 0;
+  Setup(first_epoch);
   for (uint64_t i = 0; i < epochs; ++i) {
     ClusterEpochResult tally;
     tally.epoch = first_epoch + i;

@@ -119,6 +119,225 @@ TEST(ClusterSimulatorTest, ACopyTimeLimitsTheStager) {
   EXPECT_EQ(run.Total().pfs_bytes, 12 * kMiB);
 }
 
+// Setup (docs/SIMULATOR.md, "Setup, CPU and transfers"): the job of TwoNodesTenFilesByHand with
+// 2 s of staging before the first read. The setup's 4 MiB of PFS credit (2 MiB/s x 2 s) is split
+// over the nodes: each stages its first two files. Step 0 hits with no credit left (the PFS
+// time is 0: no reader reads it), so the step is the work, 2 s, and leaves 4 MiB of credit; steps
+// 1 and 2 stage the rest: every read of the job a hit, the dataset read from the PFS once (4 MiB
+// in setup, 6 in epoch 0). Without the setup: 8 hits and 12 MiB in epoch 0 (the test above).
+TEST(ClusterSimulatorTest, ASetupPhaseStagesBeforeTheFirstRead) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.pfs_bandwidth = 2.0 * kMiB;
+  model.pfs_open_latency = 1.5;
+  model.work = 2;
+  model.setup_time = 2;
+  ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_EQ(run.setup.reads, 0u);
+  EXPECT_EQ(run.setup.staged_files, 4u);
+  EXPECT_EQ(run.setup.pfs_bytes, 4 * kMiB);
+  EXPECT_DOUBLE_EQ(run.setup.time, 2.0);
+  EXPECT_EQ(run.epochs[0].local_hits, 10u);
+  EXPECT_EQ(run.epochs[0].pfs_reads, 0u);
+  EXPECT_EQ(run.epochs[0].pfs_bytes, 6 * kMiB);
+  EXPECT_DOUBLE_EQ(run.epochs[0].time, 10.0);
+  EXPECT_DOUBLE_EQ(run.epochs[0].stall, 0.0);
+  EXPECT_EQ(run.epochs[1].local_hits, 10u);
+  EXPECT_EQ(run.Total().pfs_bytes, 10 * kMiB);  // the setup counts in the job's total
+  EXPECT_DOUBLE_EQ(run.Total().time, 22.0);
+  // Mounts of 1 s each, one after another: node 0 stages for the setup's last second (1 MiB of
+  // credit: one file), node 1 is mounted as the setup ends and stages nothing.
+  model.mount_time = 1;
+  ClusterRunResult staggered = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  EXPECT_EQ(staggered.setup.staged_files, 1u);
+  EXPECT_EQ(staggered.setup.pfs_bytes, kMiB);
+}
+
+// CPU on shared cores: 2 nodes on 1 core, 1 s of work per sample, an unlimited PFS. With 0.25
+// CPU-s per open the readers' two opens take 0.5 s of each 1 s step; the other 0.5 CPU-s is split
+// over the nodes, one copy of 0.25 CPU-s each per step: as ACopyTimeLimitsTheStager, 8 hits in
+// epoch 0. With 1 CPU-s per open the two nodes' opens take 2 s on the one core: each step lasts
+// 2 s (1 s of stall) and leaves the stagers nothing, so every read misses.
+TEST(ClusterSimulatorTest, NodesContendForSharedCores) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.cores = 1;
+  model.open_cpu = 0.25;
+  model.copy_cpu = 0.25;
+  ClusterRunResult light = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(light.epochs.size(), 2u);
+  EXPECT_EQ(light.epochs[0].local_hits, 8u);
+  EXPECT_EQ(light.epochs[0].staged_files, 8u);
+  EXPECT_DOUBLE_EQ(light.epochs[0].time, 5.0);
+  EXPECT_DOUBLE_EQ(light.epochs[0].stall, 0.0);
+  model.open_cpu = 1;
+  ClusterRunResult heavy = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(heavy.epochs.size(), 2u);
+  EXPECT_EQ(heavy.epochs[0].local_hits, 0u);
+  EXPECT_EQ(heavy.epochs[0].staged_files, 0u);
+  EXPECT_EQ(heavy.epochs[0].pfs_reads, 10u);
+  EXPECT_DOUBLE_EQ(heavy.epochs[0].time, 10.0);
+  EXPECT_DOUBLE_EQ(heavy.epochs[0].stall, 5.0);
+  // Two cores: the opens take 1 s of each step, the work hides them, no stall.
+  model.cores = 2;
+  EXPECT_DOUBLE_EQ(Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone).epochs[0].time,
+                   5.0);
+}
+
+// A fair scheduler: while a stager waits for CPU, the readers get only their share of the cores.
+// 2 nodes on 1 core, 1 s of work, 0.25 CPU-s per open, 1 CPU-s per copy. Readers first (share
+// 1): steps of 1 s leave 0.25 CPU-s per node, a copy every fourth step: 1 hit per node in epoch
+// 0, 5 s. Share 0.25: the two opens (0.5 CPU-s) take 2 s on a quarter of the core, leaving 0.75
+// CPU-s per node each step: copies for the reads of steps 2, 3 and 4, 3 hits per node, 10 s.
+TEST(ClusterSimulatorTest, StagersWaitingForCpuTakeTheirShareOfTheCores) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.cores = 1;
+  model.open_cpu = 0.25;
+  model.copy_cpu = 1;
+  ClusterRunResult first = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(first.epochs.size(), 2u);
+  EXPECT_EQ(first.epochs[0].local_hits, 2u);
+  EXPECT_DOUBLE_EQ(first.epochs[0].time, 5.0);
+  model.reader_share = 0.25;
+  ClusterRunResult fair = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(fair.epochs.size(), 2u);
+  EXPECT_EQ(fair.epochs[0].local_hits, 6u);
+  EXPECT_DOUBLE_EQ(fair.epochs[0].time, 10.0);
+  EXPECT_DOUBLE_EQ(fair.epochs[0].stall, 5.0);
+}
+
+// A mount with a peer key digests every PFS copy: only clairfs's mounts have one. NodesContend-
+// ForSharedCores' light job (one copy of 0.25 CPU-s per node per step: 8 hits in epoch 0) with
+// 0.25 CPU-s of digest: for clairfs a copy every second step (its files are its own homes, from
+// the PFS): misses at steps 0, 1 and 3, 4 hits; none is unchanged.
+TEST(ClusterSimulatorTest, DigestsCostCpuOnClairfsMountsOnly) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.cores = 1;
+  model.open_cpu = 0.25;
+  model.copy_cpu = 0.25;
+  EXPECT_EQ(Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs).epochs[0].local_hits,
+            8u);
+  model.digest_cpu = 0.25;
+  EXPECT_EQ(Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone).epochs[0].local_hits,
+            8u);
+  EXPECT_EQ(Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs).epochs[0].local_hits,
+            4u);
+}
+
+// The peer window lets clairfs's copies from peers go beyond the prefetch depth, evicting copies
+// of later use: on a 4-node job whose transfers take longer than the depth gives, more copies
+// come from peers, and the invariants hold (no node over its capacity, no held copy lost).
+TEST(ClusterSimulatorTest, ThePeerWindowLetsPeersCopiesGoBeyondTheDepth) {
+  const uint64_t files = 400;
+  auto plan = SamplerPlan("torch-distributed:seed=42,world=4", files);
+  const std::vector<uint64_t> sizes = ImageNetSizes(files, 42);
+  ClusterModel model;
+  model.nodes = 4;
+  model.ranks_per_node = 1;
+  model.node_capacity = Sum(sizes) * 3 / 10;
+  model.work = 0.002;
+  model.transfer_time = 0.1;
+  ClusterRunResult depth = Simulate(plan.get(), 3, sizes, model, ClusterPlacement::kClairfs);
+  model.peer_window = true;
+  ClusterRunResult window = Simulate(plan.get(), 3, sizes, model, ClusterPlacement::kClairfs);
+  EXPECT_GT(window.Total().peer_bytes, depth.Total().peer_bytes);
+  EXPECT_LE(window.max_node_bytes, model.node_capacity);
+  EXPECT_EQ(window.held_copies_at_end, window.held_files);
+  // Only clairfs has a peer window.
+  EXPECT_EQ(Simulate(plan.get(), 3, sizes, model, ClusterPlacement::kNone).Total().local_hits, [&] {
+    ClusterModel without = model;
+    without.peer_window = false;
+    return Simulate(plan.get(), 3, sizes, without, ClusterPlacement::kNone).Total().local_hits;
+  }());
+}
+
+// The live prefetcher's rule, with one copy per 1 s step (ACopyTimeLimitsTheStager's job): left
+// to the reader are the PFS copies it reaches within 1.5 s, at its pace so far (1 position per
+// second after step 0): 2 positions. Step 1 skips the files of positions 1 and 2 and stages the
+// one of 3, step 2 the one of 4: per node 2 hits of 5 in epoch 0 (8 of 10 without the rule).
+TEST(ClusterSimulatorTest, PfsCopiesTheReaderReachesFirstAreLeftToIt) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.copy_time = 1;
+  model.leave_to_reader = 1.5;
+  ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_EQ(run.epochs[0].local_hits, 4u);
+  EXPECT_EQ(run.epochs[0].pfs_reads, 6u);
+  EXPECT_EQ(run.epochs[0].staged_files, 8u);
+}
+
+// Peer transfers take time (the swap job of PeersServeWhatTheirHomesHold, clairfs, caches of 5
+// MiB so that each node asks for both of the other's files in step 0 at clock 0; steps of 1 s).
+//   1.5 s per transfer: they arrive at 1.5 s, before epoch 1's reads at 2 and 3 s: all hits.
+//   2.5 s: they arrive at 2.5 s, after epoch 1's first reads (2 s): those two are misses read
+//          from the PFS; the second reads (3 s) hit.
+//   1.5 s, one transfer in flight per node: each node asks for one file in step 0 (arriving at
+//          1.5 s), nothing in step 1 (still in flight at 1 s), the other in epoch 1's step 0 (2 s,
+//          arriving at 3.5 s): epoch 1's second reads (3 s) miss.
+TEST(ClusterSimulatorTest, PeerTransfersTakeTimeAndAreLimitedInFlight) {
+  testing::TempDir dir;
+  auto plan = ListPlan(dir,
+                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
+                       "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n");
+  const std::vector<uint64_t> sizes(4, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.transfer_time = 1.5;
+  ClusterRunResult in_time = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(in_time.epochs.size(), 2u);
+  EXPECT_EQ(in_time.epochs[0].local_hits, 4u);
+  EXPECT_EQ(in_time.epochs[1].local_hits, 4u);
+  EXPECT_EQ(in_time.epochs[1].late_transfers, 0u);
+  EXPECT_EQ(in_time.Total().pfs_bytes, 4 * kMiB);
+
+  model.transfer_time = 2.5;
+  ClusterRunResult late = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(late.epochs.size(), 2u);
+  EXPECT_EQ(late.epochs[1].local_hits, 2u);
+  EXPECT_EQ(late.epochs[1].late_transfers, 2u);
+  EXPECT_EQ(late.epochs[1].pfs_reads, 2u);
+  EXPECT_EQ(late.epochs[1].pfs_bytes, 2 * kMiB);
+
+  model.transfer_time = 1.5;
+  model.transfers_in_flight = 1;
+  ClusterRunResult limited = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(limited.epochs.size(), 2u);
+  EXPECT_EQ(limited.epochs[0].local_hits, 4u);
+  EXPECT_EQ(limited.epochs[1].local_hits, 2u);
+  EXPECT_EQ(limited.epochs[1].late_transfers, 2u);
+}
+
 // Two nodes swap their halves between epochs: node 0 reads a, b then c, d; node 1 c, d then a, b.
 // Caches of 3 MiB (hold budget 2.625 MiB: two files), unlimited bandwidth, depth one file.
 //   none: node 0 stages a, b, c in step 0 (c for epoch 1), d in epoch 1 after evicting a: 4 MiB
