@@ -335,9 +335,10 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
       {"transfer_cpu_s", model.transfer_cpu},
       {"transfer_s", model.transfer_time},
       {"transfers_in_flight", model.transfers_in_flight},
-      {"transfer_slot_s", model.transfer_slot_time},
-      {"refusal_s", model.refusal_time},
       {"leave_to_reader_s", model.leave_to_reader}};
+  // The wants queue's figures only when given, so that the JSON without them is as before.
+  if (model.transfer_slot_time > 0) out["model"]["transfer_slot_s"] = model.transfer_slot_time;
+  if (model.refusal_time > 0) out["model"]["refusal_s"] = model.refusal_time;
   std::vector<ClusterRunResult> runs;
   for (ClusterPlacement placement : placements) {
     // The meter counts the readers' simulated reads and their bytes.
@@ -442,10 +443,11 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         model.peer_window ? "on" : "off", model.leave_to_reader * 1000);
   }
   if (model.transfer_slot_time > 0 || model.refusal_time > 0) {
-    printf("wants queue: a transfer holds its slot %g ms; a home without a copy refuses after %g "
-           "ms%s\n",
-           (model.transfer_slot_time > 0 ? model.transfer_slot_time : model.transfer_time) * 1000,
-           model.refusal_time * 1000, model.refusal_time > 0 ? "" : " (off: it stages the file)");
+    printf(
+        "wants queue: a transfer holds its slot %g ms; a home without a copy refuses after %g "
+        "ms%s\n",
+        (model.transfer_slot_time > 0 ? model.transfer_slot_time : model.transfer_time) * 1000,
+        model.refusal_time * 1000, model.refusal_time > 0 ? "" : " (off: it stages the file)");
   }
   printf("%-8s %5s %11s %7s %7s %7s %11s %8s %11s %10s %10s\n", "placement", "epoch", "reads",
          "local", "peer", "pfs", "PFS bytes", "of data", "peer bytes", "time s", "stall s");

@@ -58,10 +58,9 @@ Status CheckClusterModel(const ClusterModel& model) {
   if (std::isinf(model.pfs_open_latency) || std::isinf(model.work) || std::isinf(model.copy_time)) {
     return Status::Invalid("--pfs-open-latency, --work-ms and --copy-ms must be finite");
   }
-  for (double figure :
-       {model.setup_time, model.mount_time, model.open_cpu, model.copy_cpu, model.digest_cpu,
-        model.transfer_cpu, model.transfer_time, model.transfer_slot_time, model.refusal_time,
-        model.leave_to_reader}) {
+  for (double figure : {model.setup_time, model.mount_time, model.open_cpu, model.copy_cpu,
+                        model.digest_cpu, model.transfer_cpu, model.transfer_time,
+                        model.transfer_slot_time, model.refusal_time, model.leave_to_reader}) {
     if (std::isinf(figure)) {
       return Status::Invalid(
           "--setup-s, --mount-s, --open-cpu-ms, --copy-cpu-ms, --digest-cpu-ms, --transfer-cpu-ms, "
@@ -70,8 +69,9 @@ Status CheckClusterModel(const ClusterModel& model) {
     }
   }
   if (model.transfer_slot_time > model.transfer_time) {
-    return Status::Invalid("--transfer-slot-ms must be at most --transfer-ms (the copy arrives "
-                           "after its slot is free)");
+    return Status::Invalid(
+        "--transfer-slot-ms must be at most --transfer-ms (the copy arrives "
+        "after its slot is free)");
   }
   if (!(model.reader_share > 0 && model.reader_share <= 1)) {
     return Status::Invalid("--reader-share must be more than 0 and at most 1");

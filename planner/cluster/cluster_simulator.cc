@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <string>
@@ -56,7 +56,8 @@ struct NodeState {
   std::priority_queue<double, std::vector<double>, std::greater<>> slots;
   // Refused wants not refused yet: staged from the PFS at their arrival, unless the reader
   // passes them first (then nobody wants them: no PFS copy, and their room is given back).
-  std::unordered_map<uint32_t, uint64_t> refused_bytes;
+  // file -> the epoch whose tally paid its PFS copy (an index into the run's epochs).
+  std::unordered_map<uint32_t, size_t> refused;
 };
 
 class Simulation {
@@ -126,8 +127,7 @@ class Simulation {
   }
   // The live wants queue's slots are counted apart from the arrivals (docs/SIMULATOR.md).
   bool WantsQueue() const {
-    return model_.transfer_time > 0 &&
-           (model_.transfer_slot_time > 0 || model_.refusal_time > 0);
+    return model_.transfer_time > 0 && (model_.transfer_slot_time > 0 || model_.refusal_time > 0);
   }
   size_t InFlight(const NodeState& s) const {
     return WantsQueue() ? s.slots.size() : s.arriving.size();
@@ -194,8 +194,8 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
   const double digest_cpu = placement_ == ClusterPlacement::kClairfs ? model_.digest_cpu : 0.0;
   const bool peer_window =
       model_.peer_window && placement_ == ClusterPlacement::kClairfs && !in_setup_;
-  const bool refusals =
-      model_.refusal_time > 0 && model_.transfer_time > 0 && placement_ == ClusterPlacement::kClairfs;
+  const bool refusals = model_.refusal_time > 0 && model_.transfer_time > 0 &&
+                        placement_ == ClusterPlacement::kClairfs;
   const uint64_t horizon = HorizonEnd();
   for (; s.ahead < horizon; ++s.ahead) {
     const uint64_t next = FileAt(node, s.ahead);
@@ -238,8 +238,8 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     // A copy from the PFS costs its CPU (and, on the clairfs placement's mounts, which have a
     // peer key, its digest's) to the node that stages it: the asker, or the home for it.
     const double pfs_copy_cpu = model_.copy_cpu + digest_cpu;
-    const double cpu = transfer && !refused ? model_.transfer_cpu + (from_pfs ? pfs_copy_cpu : 0.0)
-                                            : pfs_copy_cpu;
+    const double cpu =
+        transfer && !refused ? model_.transfer_cpu + (from_pfs ? pfs_copy_cpu : 0.0) : pfs_copy_cpu;
     if (s.net_credit < bytes || s.copy_credit < 1 || s.cpu_credit < cpu ||
         (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1)) ||
         (transfer && model_.transfer_time > 0 && model_.transfers_in_flight > 0 &&
@@ -274,9 +274,9 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     }
     if (refused) {
       ++tally->refused_wants;
-      s.refused_bytes[file] = size;
+      s.refused[file] = result_.epochs.size();
     } else if (WantsQueue()) {
-      s.refused_bytes.erase(file);
+      s.refused.erase(file);
     }
     if (from_pfs) {
       s.pfs_credit -= bytes;
@@ -307,14 +307,16 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   // A refused want the reader reached before its refusal is withdrawn: the PFS copy charged
   // when it was asked for is not made, and its room is free again (docs/PEERS.md).
   bool withdrawn = false;
-  if (has && !s.refused_bytes.empty()) {
-    auto it = s.refused_bytes.find(file);
-    if (it != s.refused_bytes.end()) {
+  if (has && !s.refused.empty()) {
+    auto it = s.refused.find(file);
+    if (it != s.refused.end()) {
       withdrawn = true;
-      tally->pfs_bytes -= std::min(tally->pfs_bytes, it->second);
-      tally->pfs_opens -= std::min<uint64_t>(tally->pfs_opens, 1);
-      tally->staged_files -= std::min<uint64_t>(tally->staged_files, 1);
-      s.refused_bytes.erase(it);
+      ClusterEpochResult& paid =
+          it->second < result_.epochs.size() ? result_.epochs[it->second] : *tally;
+      paid.pfs_bytes -= size;
+      --paid.pfs_opens;
+      --paid.staged_files;
+      s.refused.erase(it);
       s.arrival_of.erase(file);
       s.cache.Drop(file, sizes_);
     }
@@ -387,7 +389,7 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
       auto it = s.arrival_of.find(s.arriving.front().second);
       if (it != s.arrival_of.end() && it->second <= clock_) {
         s.arrival_of.erase(it);
-        if (!s.refused_bytes.empty()) s.refused_bytes.erase(s.arriving.front().second);
+        if (!s.refused.empty()) s.refused.erase(s.arriving.front().second);
       }
       s.arriving.pop_front();
     }
