@@ -425,6 +425,17 @@ void RegisterSimulate(CLI::App& app) {
                   "With --nodes and --transfer-ms: peer transfers a node has in flight at once "
                   "(the live agent: 8 per peer; default 0: unlimited)")
       ->type_name("N");
+  cmd->add_option("--transfer-slot-ms", cluster->transfer_slot_ms,
+                  "With --nodes and --transfer-ms: ms a transfer holds its in-flight slot, as "
+                  "the live agent frees it when the bytes are in, before the publish (at most "
+                  "--transfer-ms; default 0: until the copy arrives)")
+      ->type_name("MS");
+  cmd->add_option("--refusal-ms", cluster->refusal_ms,
+                  "With --nodes and --transfer-ms: clairfs asks the home for every file of "
+                  "another home; a home with no copy refuses after this many ms, holding a slot, "
+                  "and the asker stages the file from the PFS (default 0: the home stages it for "
+                  "the asker)")
+      ->type_name("MS");
   cmd->add_option("--leave-to-reader-ms", cluster->leave_to_reader_ms,
                   "With --nodes: a PFS copy the reader would reach within this many ms (at its "
                   "pace so far) is left to it, as the live prefetcher leaves what it reaches "

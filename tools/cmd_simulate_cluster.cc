@@ -129,6 +129,7 @@ nlohmann::json EpochJson(const ClusterEpochResult& e, uint64_t dataset_bytes) {
                         {"late_transfers", e.late_transfers},
                         {"time_s", e.time},
                         {"stall_s", e.stall}};
+  if (e.refused_wants > 0) row["refused_wants"] = e.refused_wants;  // only with --refusal-ms
   return row;
 }
 
@@ -236,6 +237,8 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         MsFlag{&a.digest_cpu_ms, "--digest-cpu-ms", &model.digest_cpu},
         MsFlag{&a.transfer_cpu_ms, "--transfer-cpu-ms", &model.transfer_cpu},
         MsFlag{&a.transfer_ms, "--transfer-ms", &model.transfer_time},
+        MsFlag{&a.transfer_slot_ms, "--transfer-slot-ms", &model.transfer_slot_time},
+        MsFlag{&a.refusal_ms, "--refusal-ms", &model.refusal_time},
         MsFlag{&a.leave_to_reader_ms, "--leave-to-reader-ms", &model.leave_to_reader}}) {
     auto value = ParseDecimal(*f.text, f.flag);
     if (!value.ok()) return Fail(kCommand, value.status());
@@ -333,6 +336,9 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
       {"transfer_s", model.transfer_time},
       {"transfers_in_flight", model.transfers_in_flight},
       {"leave_to_reader_s", model.leave_to_reader}};
+  // The wants queue's figures only when given, so that the JSON without them is as before.
+  if (model.transfer_slot_time > 0) out["model"]["transfer_slot_s"] = model.transfer_slot_time;
+  if (model.refusal_time > 0) out["model"]["refusal_s"] = model.refusal_time;
   std::vector<ClusterRunResult> runs;
   for (ClusterPlacement placement : placements) {
     // The meter counts the readers' simulated reads and their bytes.
@@ -435,6 +441,13 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         model.transfer_time * 1000,
         model.transfers_in_flight ? std::to_string(model.transfers_in_flight).c_str() : "unlimited",
         model.peer_window ? "on" : "off", model.leave_to_reader * 1000);
+  }
+  if (model.transfer_slot_time > 0 || model.refusal_time > 0) {
+    printf(
+        "wants queue: a transfer holds its slot %g ms; a home without a copy refuses after %g "
+        "ms%s\n",
+        (model.transfer_slot_time > 0 ? model.transfer_slot_time : model.transfer_time) * 1000,
+        model.refusal_time * 1000, model.refusal_time > 0 ? "" : " (off: it stages the file)");
   }
   printf("%-8s %5s %11s %7s %7s %7s %11s %8s %11s %10s %10s\n", "placement", "epoch", "reads",
          "local", "peer", "pfs", "PFS bytes", "of data", "peer bytes", "time s", "stall s");

@@ -54,7 +54,9 @@ struct ClusterSimulateArgs : SimulateDatasetArgs {
   std::string digest_cpu_ms = "0";
   std::string transfer_cpu_ms = "0";
   std::string transfer_ms = "0";
-  uint64_t transfers_in_flight = 0;  // 0: unlimited
+  uint64_t transfers_in_flight = 0;    // 0: unlimited
+  std::string transfer_slot_ms = "0";  // 0: a slot is held until the copy arrives
+  std::string refusal_ms = "0";        // 0: a home without a copy stages it for the asker
   std::string leave_to_reader_ms = "0";
   bool peer_window = false;
   std::string placement = "all";

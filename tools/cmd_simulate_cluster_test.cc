@@ -129,6 +129,11 @@ TEST(SimulateClusterCli, BadInputIsOneClearLine) {
        "--transfer-ms 'soon'"},
       {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--cores", "many"},
        "--cores 'many'"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--refusal-ms", "soon"},
+       "--refusal-ms 'soon'"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--transfer-ms", "100",
+        "--transfer-slot-ms", "150"},
+       "--transfer-slot-ms must be at most --transfer-ms"},
   };
   for (const Case& c : cases) {
     CommandResult r = Simulate(With(c.args));

@@ -51,6 +51,15 @@ struct ClusterModel {
   double transfer_cpu = 0;    // CPU-seconds per copy moved from a peer (both agents, the publish)
   double transfer_time = 0;   // seconds from asking a peer for a copy to its publish
   uint64_t transfers_in_flight = 0;  // a node's peer transfers at once; 0: unlimited
+  // The live agent's wants queue (docs/SIMULATOR.md, "Setup, CPU and transfers"); 0: off.
+  // Seconds a transfer holds its in-flight slot: the agent frees it when the bytes are in (the
+  // live `received.ms_mean.filling`), before its daemon queues and publishes the copy, which
+  // arrives transfer_time after the asking. 0: the slot is held until the copy arrives.
+  double transfer_slot_time = 0;
+  // clairfs: a want whose home has no copy is refused after this many seconds, holding a slot,
+  // and is then staged from the PFS by the asker (the live "not from a peer"). 0: the home stages
+  // the file from the PFS for the asker and keeps it, as before.
+  double refusal_time = 0;
   // A PFS copy the reader would reach within this many seconds is left to the reader (the live
   // prefetcher's "twice a copy's time"); 0: none. Copies from peers are exempt (docs/PEERS.md).
   double leave_to_reader = 0;
@@ -76,6 +85,7 @@ struct ClusterEpochResult {
   uint64_t peer_bytes = 0;      // bytes moved between nodes: peer reads and staging from peers
   uint64_t staged_files = 0;    // copies staged ahead (from the PFS or a peer)
   uint64_t late_transfers = 0;  // reads that found their peer copy still in flight (misses)
+  uint64_t refused_wants = 0;   // wants the home had no copy for (model.refusal_time only)
   double time = 0;              // seconds: the sum of the epoch's steps
   double stall = 0;             // seconds the readers waited beyond the per-sample work
 

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <queue>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -49,6 +51,13 @@ struct NodeState {
   // arrival order (one transfer time for all, so asking order), and each file's latest arrival.
   std::deque<std::pair<double, uint32_t>> arriving;
   std::unordered_map<uint32_t, double> arrival_of;
+  // With the wants queue (a slot time or refusals): when each in-flight slot is free again,
+  // earliest first; a slot may free before its copy arrives, so `arriving` no longer counts them.
+  std::priority_queue<double, std::vector<double>, std::greater<>> slots;
+  // Refused wants not refused yet: staged from the PFS at their arrival, unless the reader
+  // passes them first (then nobody wants them: no PFS copy, and their room is given back).
+  // file -> the epoch whose tally paid its PFS copy (an index into the run's epochs).
+  std::unordered_map<uint32_t, size_t> refused;
 };
 
 class Simulation {
@@ -116,6 +125,13 @@ class Simulation {
     auto it = s.arrival_of.find(file);
     return it != s.arrival_of.end() && it->second > clock_;
   }
+  // The live wants queue's slots are counted apart from the arrivals (docs/SIMULATOR.md).
+  bool WantsQueue() const {
+    return model_.transfer_time > 0 && (model_.transfer_slot_time > 0 || model_.refusal_time > 0);
+  }
+  size_t InFlight(const NodeState& s) const {
+    return WantsQueue() ? s.slots.size() : s.arriving.size();
+  }
   // Positions ahead of the reader the stager leaves to it (model_.leave_to_reader at the readers'
   // pace so far; 0 without the rule or before any time has passed).
   uint64_t LeftToReader() const;
@@ -178,6 +194,8 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
   const double digest_cpu = placement_ == ClusterPlacement::kClairfs ? model_.digest_cpu : 0.0;
   const bool peer_window =
       model_.peer_window && placement_ == ClusterPlacement::kClairfs && !in_setup_;
+  const bool refusals = model_.refusal_time > 0 && model_.transfer_time > 0 &&
+                        placement_ == ClusterPlacement::kClairfs;
   const uint64_t horizon = HorizonEnd();
   for (; s.ahead < horizon; ++s.ahead) {
     const uint64_t next = FileAt(node, s.ahead);
@@ -190,11 +208,28 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     const bool beyond_depth = s.ahead >= now + depth_ && s.cache.used() + size > capacity;
     if (beyond_depth && !peer_window) break;
     if (s.cache.Has(file) || size > capacity) continue;
-    uint32_t peer = in_setup_ ? kNoNode : PeerSource(node, file);
-    const uint32_t home_to_stage =
-        peer == kNoNode && !in_setup_ ? HomeToStage(node, file) : kNoNode;
+    uint32_t peer = kNoNode;
+    uint32_t home_to_stage = kNoNode;
+    bool refused = false;  // a want the home has no copy for: staged from the PFS after a refusal
+    if (in_setup_) {
+    } else if (refusals) {
+      // Live, every file of another home is a want; the home serves any copy it has published
+      // and refuses the rest ("not from a peer"), which the asker then stages from the PFS.
+      const uint32_t home = placement_homes_->Home(file, live_);
+      if (home != node && home != kNoNode) {
+        const NodeState& h = nodes_[home];
+        if (h.cache.Has(file) && !Arriving(h, file)) {
+          peer = home;
+        } else {
+          refused = true;
+        }
+      }
+    } else {
+      peer = PeerSource(node, file);
+      if (peer == kNoNode) home_to_stage = HomeToStage(node, file);
+    }
     const bool from_pfs = peer == kNoNode;  // directly, or through the home that stages it
-    const bool transfer = peer != kNoNode || home_to_stage != kNoNode;
+    const bool transfer = peer != kNoNode || home_to_stage != kNoNode || refused;
     if (beyond_depth && !transfer) break;
     // The live prefetcher leaves to the reader the PFS copies it would reach first; a peer's
     // copy losing the race costs the PFS nothing, so it is asked for anyway (docs/PEERS.md).
@@ -204,11 +239,11 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     // peer key, its digest's) to the node that stages it: the asker, or the home for it.
     const double pfs_copy_cpu = model_.copy_cpu + digest_cpu;
     const double cpu =
-        transfer ? model_.transfer_cpu + (from_pfs ? pfs_copy_cpu : 0.0) : pfs_copy_cpu;
+        transfer && !refused ? model_.transfer_cpu + (from_pfs ? pfs_copy_cpu : 0.0) : pfs_copy_cpu;
     if (s.net_credit < bytes || s.copy_credit < 1 || s.cpu_credit < cpu ||
         (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1)) ||
         (transfer && model_.transfer_time > 0 && model_.transfers_in_flight > 0 &&
-         s.arriving.size() >= model_.transfers_in_flight)) {
+         InFlight(s) >= model_.transfers_in_flight)) {
       s.credit_limited = true;
       s.cpu_limited = s.cpu_credit < cpu;
       break;
@@ -226,9 +261,22 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     s.copy_credit -= 1;
     s.cpu_credit -= cpu;
     if (transfer && model_.transfer_time > 0) {
-      const double arrival = clock_ + model_.transfer_time;
+      // A refused want arrives as a PFS copy once refused; a transfer frees its slot when its
+      // bytes are in, before the copy is published.
+      const double arrival = clock_ + (refused ? model_.refusal_time : model_.transfer_time);
       s.arriving.emplace_back(arrival, file);
       s.arrival_of[file] = arrival;
+      if (WantsQueue()) {
+        s.slots.push(refused || model_.transfer_slot_time <= 0
+                         ? arrival
+                         : clock_ + model_.transfer_slot_time);
+      }
+    }
+    if (refused) {
+      ++tally->refused_wants;
+      s.refused[file] = result_.epochs.size();
+    } else if (WantsQueue()) {
+      s.refused.erase(file);
     }
     if (from_pfs) {
       s.pfs_credit -= bytes;
@@ -256,9 +304,26 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
     s.step_local += size;
     return;
   }
+  // A refused want the reader reached before its refusal is withdrawn: the PFS copy charged
+  // when it was asked for is not made, and its room is free again (docs/PEERS.md).
+  bool withdrawn = false;
+  if (has && !s.refused.empty()) {
+    auto it = s.refused.find(file);
+    if (it != s.refused.end()) {
+      withdrawn = true;
+      ClusterEpochResult& paid =
+          it->second < result_.epochs.size() ? result_.epochs[it->second] : *tally;
+      paid.pfs_bytes -= size;
+      --paid.pfs_opens;
+      --paid.staged_files;
+      s.refused.erase(it);
+      s.arrival_of.erase(file);
+      s.cache.Drop(file, sizes_);
+    }
+  }
   // A copy still coming from a peer: a reader never waits for a peer, so this is a miss; the
   // copy still arrives (the live tier leaves a withdrawn transfer to arrive).
-  if (has) ++tally->late_transfers;
+  if (has && !withdrawn) ++tally->late_transfers;
   // NoPFS reads a miss from a node that holds the file; clairfs's readers never wait for a peer
   // (docs/PEERS.md): a miss is read from the PFS.
   const uint32_t peer = placement_ == ClusterPlacement::kNoPfs ? PeerSource(node, file) : kNoNode;
@@ -322,9 +387,13 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
     s.cpu_credit += cpu_share;
     while (!s.arriving.empty() && s.arriving.front().first <= clock_) {
       auto it = s.arrival_of.find(s.arriving.front().second);
-      if (it != s.arrival_of.end() && it->second <= clock_) s.arrival_of.erase(it);
+      if (it != s.arrival_of.end() && it->second <= clock_) {
+        s.arrival_of.erase(it);
+        if (!s.refused.empty()) s.refused.erase(s.arriving.front().second);
+      }
       s.arriving.pop_front();
     }
+    while (!s.slots.empty() && s.slots.top() <= clock_) s.slots.pop();
     s.copy_credit += Spare(CopyRate(), step, 0);
     s.pfs_credit += pfs_share;
     s.ops_credit += ops_share;

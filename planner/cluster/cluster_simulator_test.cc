@@ -338,6 +338,74 @@ TEST(ClusterSimulatorTest, PeerTransfersTakeTimeAndAreLimitedInFlight) {
   EXPECT_EQ(limited.epochs[1].late_transfers, 2u);
 }
 
+// The live agent frees a transfer's slot when its bytes are in, before the publish (the swap job
+// of PeerTransfersTakeTimeAndAreLimitedInFlight, 1.5 s per transfer, one in flight per node).
+// With a slot time of 0.5 s each node asks for one file at clock 0 (slot free at 0.5 s, copy at
+// 1.5 s) and the other at clock 1 (copy at 2.5 s): both arrive before epoch 1 reads them (2 s
+// and 3 s), where a slot held until the publish left the second to arrive at 3.5 s, late.
+TEST(ClusterSimulatorTest, ATransferFreesItsSlotBeforeItsCopyIsPublished) {
+  testing::TempDir dir;
+  auto plan = ListPlan(dir,
+                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
+                       "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n");
+  const std::vector<uint64_t> sizes(4, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.transfer_time = 1.5;
+  model.transfers_in_flight = 1;
+  model.transfer_slot_time = 0.5;
+  ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_EQ(run.epochs[1].local_hits, 4u);
+  EXPECT_EQ(run.epochs[1].late_transfers, 0u);
+  // A slot time as long as the transfer is the slot held until the publish.
+  model.transfer_slot_time = 1.5;
+  EXPECT_EQ(Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs).epochs[1].local_hits,
+            2u);
+}
+
+// A home without a copy refuses (the swap job, clairfs, 1.5 s per transfer). In step 0 node 0
+// acts first: node 1 has no copy of c or d yet, so both of node 0's wants are refused and node 0
+// stages them from the PFS once refused; node 1's wants for a and b find node 0's copies.
+//   refusal 0.5 s: c and d arrive at 0.5 s, a and b at 1.5 s: epoch 1 all hits; node 1 also
+//     stages its own c and d, so the PFS gives 6 MiB (without refusals the home stages c and d
+//     for node 0 and keeps them: 4 MiB).
+//   refusal 2.5 s: node 0 reads c at 2 s before its refusal: the want is withdrawn (no PFS copy)
+//     and c is read from the PFS; d is staged at 2.5 s and hit at 3 s. Still 6 MiB.
+TEST(ClusterSimulatorTest, AHomeWithoutACopyRefusesAndTheAskerStagesFromThePfs) {
+  testing::TempDir dir;
+  auto plan = ListPlan(dir,
+                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
+                       "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n");
+  const std::vector<uint64_t> sizes(4, kMiB);
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = 5 * kMiB;
+  model.work = 1;
+  model.transfer_time = 1.5;
+  model.refusal_time = 0.5;
+  ClusterRunResult quick = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(quick.epochs.size(), 2u);
+  EXPECT_EQ(quick.epochs[0].refused_wants, 2u);
+  EXPECT_EQ(quick.epochs[0].local_hits, 4u);
+  EXPECT_EQ(quick.epochs[1].local_hits, 4u);
+  EXPECT_EQ(quick.Total().pfs_bytes, 6 * kMiB);
+  EXPECT_EQ(quick.Total().peer_bytes, 2 * kMiB);
+
+  model.refusal_time = 2.5;
+  ClusterRunResult slow = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(slow.epochs.size(), 2u);
+  EXPECT_EQ(slow.epochs[1].local_hits, 3u);
+  EXPECT_EQ(slow.epochs[1].pfs_reads, 1u);
+  EXPECT_EQ(slow.epochs[1].late_transfers, 0u);
+  EXPECT_EQ(slow.Total().pfs_bytes, 6 * kMiB);
+  EXPECT_EQ(slow.Total().pfs_opens, 6u);
+}
+
 // Two nodes swap their halves between epochs: node 0 reads a, b then c, d; node 1 c, d then a, b.
 // Caches of 3 MiB (hold budget 2.625 MiB: two files), unlimited bandwidth, depth one file.
 //   none: node 0 stages a, b, c in step 0 (c for epoch 1), d in epoch 1 after evicting a: 4 MiB

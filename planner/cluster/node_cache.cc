@@ -47,6 +47,14 @@ void NodeCache::Insert(uint32_t file, Key key, const std::vector<uint64_t>& size
   peak_ = std::max(peak_, used_);
 }
 
+void NodeCache::Drop(uint32_t file, const std::vector<uint64_t>& sizes) {
+  Copy* copy = copies_.Find(file);
+  if (copy == nullptr || copy->held) return;
+  evictable_.erase({copy->key, file});
+  copies_.Erase(file);
+  used_ -= sizes[file];
+}
+
 void NodeCache::Rekey(uint32_t file, Key key) {
   Copy* copy = copies_.Find(file);
   if (copy == nullptr || copy->held || copy->key == key) return;

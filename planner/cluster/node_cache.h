@@ -47,6 +47,8 @@ class NodeCache {
                 const std::vector<uint64_t>& sizes);
   // Adds a copy (held if Holds(file), else transient with `key`); it must fit.
   void Insert(uint32_t file, Key key, const std::vector<uint64_t>& sizes);
+  // Removes a transient copy (a want that will never be staged); held or absent: no-op.
+  void Drop(uint32_t file, const std::vector<uint64_t>& sizes);
   // A transient copy's key changes (after a read, or when an epoch is loaded); held: no-op.
   void Rekey(uint32_t file, Key key);
   // Transient copies with no next use in the loaded epochs (key kNeverRead), for re-keying when
