@@ -39,6 +39,21 @@ std::unique_ptr<Plan> ListPlan(const testing::TempDir& dir, const std::string& t
   return std::move(*plan);
 }
 
+// The swap job: nodes 0 and 1 read a, b and c, d in epoch 0, and each the other's in epoch 1.
+constexpr const char* kSwapJob =
+    "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
+    "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n";
+
+// 2 nodes of one rank each, caches of `capacity`, 1 s of work per sample (steps of 1 s).
+ClusterModel TwoNodesOneRankEach(uint64_t capacity) {
+  ClusterModel model;
+  model.nodes = 2;
+  model.ranks_per_node = 1;
+  model.node_capacity = capacity;
+  model.work = 1;
+  return model;
+}
+
 ClusterRunResult Simulate(Plan* plan, uint64_t epochs, const std::vector<uint64_t>& sizes,
                           const ClusterModel& model, ClusterPlacement placement) {
   auto run = SimulateCluster(plan, plan->spec().start_epoch, epochs, sizes, model, placement);
@@ -103,11 +118,7 @@ TEST(ClusterSimulatorTest, TwoNodesTenFilesByHand) {
 TEST(ClusterSimulatorTest, ACopyTimeLimitsTheStager) {
   auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
   const std::vector<uint64_t> sizes(10, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 5 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
   model.copy_time = 1;
   ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
   ASSERT_EQ(run.epochs.size(), 2u);
@@ -166,11 +177,7 @@ TEST(ClusterSimulatorTest, ASetupPhaseStagesBeforeTheFirstRead) {
 TEST(ClusterSimulatorTest, NodesContendForSharedCores) {
   auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
   const std::vector<uint64_t> sizes(10, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 5 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
   model.cores = 1;
   model.open_cpu = 0.25;
   model.copy_cpu = 0.25;
@@ -202,11 +209,7 @@ TEST(ClusterSimulatorTest, NodesContendForSharedCores) {
 TEST(ClusterSimulatorTest, StagersWaitingForCpuTakeTheirShareOfTheCores) {
   auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
   const std::vector<uint64_t> sizes(10, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 5 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
   model.cores = 1;
   model.open_cpu = 0.25;
   model.copy_cpu = 1;
@@ -229,11 +232,7 @@ TEST(ClusterSimulatorTest, StagersWaitingForCpuTakeTheirShareOfTheCores) {
 TEST(ClusterSimulatorTest, DigestsCostCpuOnClairfsMountsOnly) {
   auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
   const std::vector<uint64_t> sizes(10, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 5 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
   model.cores = 1;
   model.open_cpu = 0.25;
   model.copy_cpu = 0.25;
@@ -280,11 +279,7 @@ TEST(ClusterSimulatorTest, ThePeerWindowLetsPeersCopiesGoBeyondTheDepth) {
 TEST(ClusterSimulatorTest, PfsCopiesTheReaderReachesFirstAreLeftToIt) {
   auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
   const std::vector<uint64_t> sizes(10, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 5 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
   model.copy_time = 1;
   model.leave_to_reader = 1.5;
   ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
@@ -304,15 +299,9 @@ TEST(ClusterSimulatorTest, PfsCopiesTheReaderReachesFirstAreLeftToIt) {
 //          arriving at 3.5 s): epoch 1's second reads (3 s) miss.
 TEST(ClusterSimulatorTest, PeerTransfersTakeTimeAndAreLimitedInFlight) {
   testing::TempDir dir;
-  auto plan = ListPlan(dir,
-                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
-                       "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n");
+  auto plan = ListPlan(dir, kSwapJob);
   const std::vector<uint64_t> sizes(4, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 5 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
   model.transfer_time = 1.5;
   ClusterRunResult in_time = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
   ASSERT_EQ(in_time.epochs.size(), 2u);
@@ -345,15 +334,9 @@ TEST(ClusterSimulatorTest, PeerTransfersTakeTimeAndAreLimitedInFlight) {
 // and 3 s), where a slot held until the publish left the second to arrive at 3.5 s, late.
 TEST(ClusterSimulatorTest, ATransferFreesItsSlotBeforeItsCopyIsPublished) {
   testing::TempDir dir;
-  auto plan = ListPlan(dir,
-                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
-                       "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n");
+  auto plan = ListPlan(dir, kSwapJob);
   const std::vector<uint64_t> sizes(4, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 5 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
   model.transfer_time = 1.5;
   model.transfers_in_flight = 1;
   model.transfer_slot_time = 0.5;
@@ -377,15 +360,9 @@ TEST(ClusterSimulatorTest, ATransferFreesItsSlotBeforeItsCopyIsPublished) {
 //     and c is read from the PFS; d is staged at 2.5 s and hit at 3 s. Still 6 MiB.
 TEST(ClusterSimulatorTest, AHomeWithoutACopyRefusesAndTheAskerStagesFromThePfs) {
   testing::TempDir dir;
-  auto plan = ListPlan(dir,
-                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
-                       "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n");
+  auto plan = ListPlan(dir, kSwapJob);
   const std::vector<uint64_t> sizes(4, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 5 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
   model.transfer_time = 1.5;
   model.refusal_time = 0.5;
   ClusterRunResult quick = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
@@ -418,15 +395,9 @@ TEST(ClusterSimulatorTest, AHomeWithoutACopyRefusesAndTheAskerStagesFromThePfs) 
 //   nopfs: the same holds, but no node stages for another: node 0 reads c from the PFS too.
 TEST(ClusterSimulatorTest, PeersServeWhatTheirHomesHold) {
   testing::TempDir dir;
-  auto plan = ListPlan(dir,
-                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
-                       "# epoch 1\n# rank 0\nc\nd\n# rank 1\na\nb\n");
+  auto plan = ListPlan(dir, kSwapJob);
   const std::vector<uint64_t> sizes(4, kMiB);
-  ClusterModel model;
-  model.nodes = 2;
-  model.ranks_per_node = 1;
-  model.node_capacity = 3 * kMiB;
-  model.work = 1;
+  ClusterModel model = TwoNodesOneRankEach(3 * kMiB);
   ClusterRunResult none = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
   ASSERT_EQ(none.epochs.size(), 2u);
   EXPECT_EQ(none.epochs[0].pfs_bytes, 6 * kMiB);
