@@ -92,9 +92,9 @@ Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
                                         const FileIdentity& identity, std::string path,
                                         double open_start, OpenResult result,
                                         std::string data_path) {
-  // Opens of another version still live: their reads may refill the page cache with its bytes.
+  // Whether the kernel's pages or size may be another version's (NoteLiveOpen).
   if (config_.revalidate == Revalidate::kOpen) {
-    const bool other_versions_live = NoteLiveOpen(ino, identity);
+    const bool bypass = NoteLiveOpen(ino, identity);
     // Checked after the open is counted live: an open of the new version counted before it sees
     // it live and bypasses the page cache, one counted after it sees no change here.
     const bool superseded = !IsCurrentVersion(ino, identity);
@@ -104,7 +104,7 @@ Result<OpenResult> FileSystem::OpenFrom(int fd, bool from_cache, uint64_t ino,
       CLAIRFS_LOG_DEBUG("open of %s: a version changed since its open began: direct I/O",
                         path.c_str());
     }
-    result.direct_io = result.direct_io || other_versions_live || superseded;
+    result.direct_io = result.direct_io || bypass || superseded;
   }
   result.file = std::make_unique<OpenFile>();
   OpenFile& f = *result.file;
@@ -282,16 +282,21 @@ bool FileSystem::NoteLiveOpen(uint64_t ino, const FileIdentity& identity) {
     }
   }
   if (!counted) live.versions.emplace_back(identity, 1);
-  return other;
+  std::lock_guard<std::mutex> pages_lock(pages_mu_);
+  return other || pages_to_drop_.count(ino) > 0 || invalidating_.count(ino) > 0;
 }
 
 void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
-  bool last = false;  // of its version
+  // Read before the lock (a manifest read): a change recorded after it is invalidated by the
+  // thread that records it.
+  const bool current = IsCurrentVersion(ino, identity);
+  bool invalidate_now = false;
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     auto it = live_opens_.find(ino);
     if (it == live_opens_.end()) return;
     auto& versions = it->second.versions;
+    bool last = false;  // of its version
     for (size_t i = 0; i < versions.size(); ++i) {
       if (versions[i].first != identity) continue;
       if (--versions[i].second == 0) {
@@ -301,19 +306,20 @@ void FileSystem::NoteLiveRelease(uint64_t ino, const FileIdentity& identity) {
       break;
     }
     if (versions.empty()) live_opens_.erase(it);
-  }
-  // The last open of a version the manifest no longer lists: its reads may have left that
-  // version's bytes in the page cache. Its READs are all answered before its RELEASE; a change
-  // recorded after this check is invalidated by the thread that records it.
-  const bool drop_pages = last && !IsCurrentVersion(ino, identity);
-  if (drop_pages) {
-    std::lock_guard<std::mutex> lock(pages_mu_);
-    if (pages_to_drop_.size() < kMaxPagesToDrop) {
-      pages_to_drop_.insert(ino);
-      return;
+    // The last open of a version the manifest no longer lists: its reads may have left that
+    // version's bytes in the page cache. Its READs are all answered before its RELEASE. Queued
+    // under live_mu_: an open counted live before this saw this version live (direct I/O), one
+    // counted after sees the drop queued (NoteLiveOpen).
+    if (last && !current) {
+      std::lock_guard<std::mutex> pages_lock(pages_mu_);
+      if (pages_to_drop_.size() < kMaxPagesToDrop) {
+        pages_to_drop_.insert(ino);
+      } else {
+        invalidate_now = true;
+      }
     }
   }
-  if (drop_pages && notifier_ != nullptr) notifier_->InvalidateInode(ino);
+  if (invalidate_now && notifier_ != nullptr) notifier_->InvalidateInode(ino);
 }
 
 Result<OpenResult> FileSystem::Open(uint64_t ino, int flags, bool open_copy_now,

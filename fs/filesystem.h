@@ -263,8 +263,11 @@ class FileSystem {
   DueInvalidation BeginDueInvalidation(uint64_t ino);
   // An open found `ino` unsettled (FileSystemConfig::settle_ns) until `settled_at` (realtime ns).
   void NoteUnsettled(uint64_t ino, int64_t settled_at);
-  // With revalidate=open: counts a live open of version `identity` of `ino`; true if opens of
-  // another version are live (the open is then answered with direct I/O).
+  // With revalidate=open: counts a live open of version `identity` of `ino`; true if the open
+  // must be answered with direct I/O: opens of another version are live, or the inode's pages
+  // wait to be dropped or are being invalidated by another thread (checked under the same lock
+  // as NoteLiveRelease queues the drop, so that an open and the last release of an old version
+  // cannot both miss each other).
   bool NoteLiveOpen(uint64_t ino, const FileIdentity& identity);
   // ... and its release. When the last open of a version the manifest no longer lists goes, the
   // pages it may have read are dropped at the file's next open (pages_to_drop_).
@@ -296,7 +299,8 @@ class FileSystem {
   uint64_t start_realtime_ns_;
   std::string control_socket_;
   static constexpr size_t kMaxPagesToDrop = 65536;  // beyond it, invalidate at once
-  std::mutex pages_mu_;  // guards pages_to_drop_, invalidating_ and unsettled_
+  // Taken after live_mu_ when both are held; guards pages_to_drop_, invalidating_ and unsettled_.
+  std::mutex pages_mu_;
   std::unordered_set<uint64_t> pages_to_drop_;
   std::unordered_map<uint64_t, uint32_t> invalidating_;  // inode -> invalidations under way
   std::unordered_map<uint64_t, int64_t> unsettled_;      // inode -> when it settles (realtime)
@@ -306,7 +310,7 @@ class FileSystem {
   struct LiveOpens {
     std::vector<std::pair<FileIdentity, uint64_t>> versions;  // few: usually one
   };
-  std::mutex live_mu_;  // guards live_opens_
+  std::mutex live_mu_;  // guards live_opens_; taken before pages_mu_
   std::unordered_map<uint64_t, LiveOpens> live_opens_;
   // Every OpenFile and DirListing made and not yet destroyed: what the kernel still holds when
   // the FileSystem goes (a connection that ended before its RELEASE) is released then.

@@ -636,6 +636,48 @@ TEST_F(FileSystemTest, AnOpenOfAVersionSupersededWhileItOpenedKeepsOutOfThePageC
   Close();  // before `env` goes
 }
 
+// The last release of an old version queues its pages' drop. An open that had found nothing to
+// drop, and is counted live only after that release, must not be answered from the kernel's
+// pages either: they may still be the old version's. (Before, such an open was answered with
+// keep_cache and read them: the release was not yet queued when it looked, and no other version
+// was live when it was counted.)
+TEST_F(FileSystemTest, AnOpenCountedAfterTheLastOldOpenWentNeverReadsTheOldPages) {
+  FaultInjectionEnv env;
+  Open(Revalidate::kOpen, /*read_through=*/false, &env);
+  RecordingNotifier notifier;
+  fs_->set_notifier(&notifier);
+  const uint64_t ino = Ino("train/cat/b.jpg");
+  auto old_open = fs_->Open(ino, O_RDONLY);  // of the listed version
+  ASSERT_TRUE(old_open.ok()) << old_open.status().message();
+  testing::WriteFile(backing_ / "train/cat/b.jpg", "new b, of another length");
+  EXPECT_EQ(ReadAll("train/cat/b.jpg"), "new b, of another length");  // records the change
+  auto now = fs_->GetAttr(ino);
+  ASSERT_TRUE(now.ok());
+  stager_->Enqueue("train/cat/b.jpg", now->identity(), StagePriority::kNormal);
+  stager_->WaitIdle();  // the new version staged: the open below is a hit on its copy
+  // While that open opens the copy (after it found nothing to drop), the old open goes.
+  env.AfterOpen(cache_.path() + "/data/", [&] { fs_->Release(std::move(old_open->file)); });
+  auto late = fs_->Open(ino, O_RDONLY, /*open_copy_now=*/true);
+  ASSERT_TRUE(late.ok()) << late.status().message();
+  EXPECT_TRUE(late->file->from_cache);
+  EXPECT_TRUE(late->direct_io) << "answered from pages the old version's open may have read";
+  const size_t invalidations = notifier.invalidated.size();
+  fs_->Release(std::move(late->file));
+  auto next = fs_->Open(ino, O_RDONLY);  // drops the pages
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->keep_cache);
+  EXPECT_FALSE(next->direct_io);
+  EXPECT_EQ(notifier.invalidated.size(), invalidations + 1);
+  fs_->Release(std::move(next->file));
+  auto later = fs_->Open(ino, O_RDONLY);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->keep_cache);
+  EXPECT_FALSE(later->direct_io);
+  fs_->Release(std::move(later->file));
+  fs_->set_notifier(nullptr);
+  Close();  // before `env` goes
+}
+
 // The settle rule for the page cache: a file changed within the settle time may still be being
 // written (its ctime is set when a write begins), so pages read from it then may be half new,
 // half old, with no change left to find once the write ends. Its opens keep no pages from before
