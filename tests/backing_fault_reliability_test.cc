@@ -11,7 +11,9 @@
 //            the waiting readers get their bytes once the backing store answers, not later.
 //   changes  files modified in place, replaced, removed and grown in the backing store during
 //            the mount, under --revalidate never and open: no read returns a byte that is in
-//            neither the listed version nor the new one; under never a read after the change
+//            neither the listed version nor the new one (under open, a read that overlapped the
+//            change may return zeros between the two versions' ends, counted apart as
+//            zeros_between_sizes: README, --revalidate); under never a read after the change
 //            returns the listed version or an error; a remount serves the new versions. Under
 //            open, a read begun after the change returns the new version (a removed file: an
 //            error); one that returns the listed version is a stale read (stale_reads,
@@ -32,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -58,6 +61,9 @@ using Seconds = std::chrono::duration<double>;
 struct Figures {
   uint64_t reads = 0, wrong_bytes = 0, errors = 0, unexpected_errors = 0, fsck_findings = 0;
   uint64_t stale_reads = 0;
+  // Under open, zeros a read overlapping a change returned between the ends of the two versions
+  // (README, --revalidate: the kernel keeps one size per file); not wrong bytes.
+  uint64_t zeros_between_sizes = 0;
   // One line per stale read (file, change, sizes, bytes, offset, time from the change's
   // completion to the open), printed after the summary line.
   std::vector<std::string> stale_detail;
@@ -327,7 +333,7 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
   }
   std::mutex mu;  // guards changes
   std::map<std::string, Change> changes;
-  std::atomic<uint64_t> unexpected_errors{0}, stale_reads{0};
+  std::atomic<uint64_t> unexpected_errors{0}, stale_reads{0}, zeros_between_sizes{0};
   std::vector<std::string> stale_detail;  // guarded by mu
   const bool open_mode = revalidate == "open";
   auto judge = [&](const ReadOutcome& o) -> uint64_t {
@@ -360,14 +366,24 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
       }
       return wrong;
     }
-    // The read overlapped the change: each byte is the listed one or the new one at its offset.
-    uint64_t wrong = 0;
+    // The read overlapped the change: each byte is the listed one or the new one at its offset;
+    // under open, or a zero between the two versions' ends.
+    const size_t new_size = c.after ? c.after->size() : listed.size();
+    const size_t smaller = std::min(listed.size(), new_size);
+    const size_t larger = std::max(listed.size(), new_size);
+    uint64_t wrong = 0, between = 0;
     for (size_t i = 0; i < o.data.size(); ++i) {
       const size_t at = o.offset + i;
       const bool was = at < listed.size() && o.data[i] == listed[at];
       const bool now = c.after && at < c.after->size() && o.data[i] == (*c.after)[at];
-      if (!was && !now) ++wrong;
+      if (was || now) continue;
+      if (open_mode && o.data[i] == '\0' && at >= smaller && at < larger) {
+        ++between;
+      } else {
+        ++wrong;
+      }
     }
+    zeros_between_sizes += between;
     return wrong;
   };
   VerifyingReaders::Options options;
@@ -425,6 +441,7 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
   Collect(readers, f);
   f->unexpected_errors += unexpected_errors.load();
   f->stale_reads += stale_reads.load();
+  f->zeros_between_sizes += zeros_between_sizes.load();
   for (auto& d : stale_detail) {
     f->stale_detail.push_back("trial=" + std::to_string(trial) + " " + std::move(d));
   }
@@ -495,6 +512,7 @@ TEST_F(BackingFaultReliabilityTest, ErrorsHangsAndChangesServeNoWrongByteAndHang
                           "/hung:" + std::to_string(f->hung) +
                           "/fsck:" + std::to_string(f->fsck_findings) +
                           "/stale_reads:" + std::to_string(f->stale_reads) +
+                          "/zeros_between_sizes:" + std::to_string(f->zeros_between_sizes) +
                           "/deferred_unsettled:" + std::to_string(f->deferred_unsettled));
     wrong += f->wrong_bytes;
     hung += f->hung;

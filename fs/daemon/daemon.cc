@@ -502,6 +502,7 @@ Status StartDaemon(Daemon* d) {
   adapter_options.uring_threads_per_queue = d->options.fuse_uring_threads;
   adapter_options.posix_acl = d->manifest->summary().acl_entries > 0;
   adapter_options.no_open = d->options.open_mode == OpenMode::kNoOpen;
+  adapter_options.attributes_before_reads = d->options.revalidate == Revalidate::kOpen;
   adapter_options.backing_threads = d->options.backing_threads;
   adapter_options.backing_state = &d->backing_calls;
   if (adapter_options.posix_acl) {

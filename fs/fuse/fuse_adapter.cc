@@ -80,6 +80,16 @@ void OnInit(void* userdata, struct fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
   // Datasets do not change during a job; invalidation is explicit when clairfs sees a change.
   conn->want &= ~(FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_WRITEBACK_CACHE);
+  // But a read must not trust a size an invalidation left stale (FuseAdapterOptions).
+  if (adapter->options().attributes_before_reads) {
+    if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) {
+      conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+    } else {
+      Log(LogLevel::kWarn,
+          "the kernel does not offer FUSE_CAP_AUTO_INVAL_DATA: with --revalidate open, a read "
+          "right after a file shrank may return zeros past its new end");
+    }
+  }
   // A dataset with ACLs: the kernel checks them (with default_permissions), asking for each
   // inode's "system.posix_acl_access" once; without ACLs nothing is asked.
   if (adapter->options().posix_acl && (conn->capable & FUSE_CAP_POSIX_ACL)) {

@@ -72,6 +72,12 @@ struct FuseAdapterOptions {
   bool posix_acl = false;
   // No-open mode (see the top); `passthrough` must be kOff with it.
   bool no_open = false;
+  // With revalidate=open: the kernel asks for a file's attributes before a read when an
+  // invalidation left them stale (FUSE_CAP_AUTO_INVAL_DATA), rather than reading within the old
+  // size and learning a smaller one only from a short READ, which an invalidation crossing that
+  // READ makes it drop, keeping the old size and zero-filled pages (docs/RELIABILITY.md, backing
+  // store faults, finding 2). A kernel that does not offer it is logged as a warning.
+  bool attributes_before_reads = false;
   // Threads that answer calls to the backing store (see the top); 0: on the request threads.
   int backing_threads = 256;
   BackingCallState* backing_state = nullptr;  // reported by status; may be null
