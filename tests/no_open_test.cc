@@ -164,7 +164,12 @@ TEST_F(NoOpenTest, EachByteReadIsCachedOnceAsTheFuseFilesPages) {
   // READs of one file run on several daemon threads at once: one that finishes after the read
   // that dropped the whole file can leave a folio behind. A few pages in all.
   EXPECT_LE(resident_in(cache_ + "/data", copies) * 50, pages);
-  EXPECT_EQ(resident_in(mnt_, rels), pages);
+  // The FUSE files hold the bytes: every page, but for what the machine reclaims meanwhile. This
+  // VM drops clean pages with most of its memory free (fincore of 200 MiB read once: 98.4%
+  // resident after 8 s, 75.9% after 64 s), and a CI run once found 840 of 869 here.
+  const size_t in_fuse_files = resident_in(mnt_, rels);
+  EXPECT_LE(in_fuse_files, pages);
+  EXPECT_GE(in_fuse_files * 10, pages * 9) << in_fuse_files << " of " << pages << " pages";
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
