@@ -169,7 +169,7 @@ TEST(PytorchE2eTest, DistributedSamplerThroughAnAutoMountIsInferredAndHitsFromTh
   printf("pytorch e2e auto: %s\n", first["inference"]["summary"].get<std::string>().c_str());
   for (size_t e = 1; e < epochs.size(); ++e) {
     const double opens = epochs[e]["opens"].get<double>();
-    EXPECT_GE(epochs[e]["hits"].get<double>(), 0.95 * opens) << "epoch " << e;
+    EXPECT_GE(epochs[e]["hits"].get<double>(), HitShareFloor(0.95) * opens) << "epoch " << e;
   }
   EXPECT_FALSE(result["plan"]["dropped"].get<bool>()) << result["plan"].dump();
 }
