@@ -68,6 +68,7 @@ class PlanMountTest : public ::testing::Test {
     const std::string mnt = dir_ / ("mnt_" + name);
     MakeDirs(mnt);
     ClairfsMount m(backing_, mnt, dir_ / ("cache_" + name));
+    WriteBackDirtyPages();
     CommandResult mounted = m.Mount(mount_extra);
     EXPECT_EQ(mounted.exit_code, 0) << mounted.err;
     if (mounted.exit_code != 0) return {};

@@ -97,6 +97,7 @@ nlohmann::json RunLoop(const TempDir& dir, int files, int seed, int world, int r
   MakeDirs(mnt);
   ClairfsMount m(backing, mnt, dir / "cache");
   std::vector<std::string> args = {"--capacity", std::to_string(files * bytes / 2)};
+  WriteBackDirtyPages();
   args.insert(args.end(), plan_args.begin(), plan_args.end());
   CommandResult mounted = m.Mount(args);
   EXPECT_EQ(mounted.exit_code, 0) << mounted.err;

@@ -219,6 +219,8 @@ bool CanRunAsOtherUsers() {
   return geteuid() == 0 && Run({"sh", "-c", "command -v setpriv"}).exit_code == 0;
 }
 
+void WriteBackDirtyPages() { sync(); }
+
 std::string ClairfsBin() {
   const char* bin = getenv("CLAIRFS_BIN");
   if (bin && *bin) return bin;
