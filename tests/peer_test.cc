@@ -272,6 +272,14 @@ TEST_P(PeerTest, NodesStageForEachOtherAndLeaveWhenThePlansEnd) {
   // A copy sent may arrive after the file was staged from the PFS (its deadline passed): dropped.
   EXPECT_LE(cluster.Total("received"), cluster.Total("served")) << log;
   EXPECT_EQ(cluster.Total("rejected"), 0u);
+  // Each node says how long its wants took to arrive or to be given up (docs/PEERS.md).
+  for (int i = 0; i < nodes; ++i) {
+    const json w = cluster.mount(i).Status()["peers"]["wants"];
+    ASSERT_TRUE(w["delivery_ms_mean"].is_number() && w["failure_ms_mean"].is_number()) << w.dump();
+    if (w.value("delivered", 0) > 0)
+      EXPECT_GT(w["delivery_ms_mean"].get<double>(), 0.0) << w.dump();
+    EXPECT_GE(w["failure_ms_mean"].get<double>(), 0.0) << w.dump();
+  }
   // Hits on copies that came from peers are counted as such.
   uint64_t peer_bytes = 0;
   for (int i = 0; i < nodes; ++i) {

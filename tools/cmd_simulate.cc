@@ -433,7 +433,8 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--refusal-ms", cluster->refusal_ms,
                   "With --nodes and --transfer-ms: clairfs asks the home for every file of "
                   "another home; a home with no copy refuses after this many ms, holding a slot, "
-                  "and the asker stages the file from the PFS (default 0: the home stages it for "
+                  "and the asker stages the file from the PFS (measured live: wants."
+                  "failure_ms_mean in `clairfs status --json`; default 0: the home stages it for "
                   "the asker)")
       ->type_name("MS");
   cmd->add_option("--leave-to-reader-ms", cluster->leave_to_reader_ms,

@@ -30,6 +30,11 @@ constexpr int kSendTimeoutMs = 10000;
 constexpr size_t kMaxWantsPerRequest = 4096;
 constexpr size_t kMaxReportBytes = 64 << 10;
 
+// The mean of `count` durations summing to `total_ns`, in ms (0 when there are none).
+double MeanMs(uint64_t total_ns, uint64_t count) {
+  return count == 0 ? 0.0 : static_cast<double>(total_ns) / 1e6 / static_cast<double>(count);
+}
+
 std::string ErrorLine(const Status& st) {
   json reply = {{"ok", false}, {"errno", st.code()}, {"error", SanitizeText(st.message())}};
   return DumpReply(reply) + "\n";
@@ -588,18 +593,16 @@ json PeerPort::StatusJson() {
   j["copies_served"] = copies_served_;
   j["bytes_served"] = bytes_served_;
   const PeerQueueStats q = s_.queue->peer_stats();
-  j["wants"] = {
-      {"offered", q.wants},
-      {"delivered", q.delivered},
-      {"failed", q.failed},
-      {"expired", q.expired},
-      {"waiting", q.waiting},
-      {"taken", q.taken},
-      {"withdrawn", q.withdrawn},
-      {"kept_in_flight", q.kept_in_flight},
-      {"delivery_ms_mean", q.delivered_timed == 0 ? 0.0
-                                                  : static_cast<double>(q.delivery_ns) / 1e6 /
-                                                        static_cast<double>(q.delivered_timed)}};
+  j["wants"] = {{"offered", q.wants},
+                {"delivered", q.delivered},
+                {"failed", q.failed},
+                {"expired", q.expired},
+                {"waiting", q.waiting},
+                {"taken", q.taken},
+                {"withdrawn", q.withdrawn},
+                {"kept_in_flight", q.kept_in_flight},
+                {"delivery_ms_mean", MeanMs(q.delivery_ns, q.delivered_timed)},
+                {"failure_ms_mean", MeanMs(q.failure_ns, q.failed_timed)}};
   if (deliverer_) {
     const PeerDeliveryStats d = deliverer_->stats();
     j["received"] = {{"files", d.published},

@@ -148,12 +148,19 @@ void PeerStagingQueue::Delivered(const std::string& path, uint64_t bytes) {
   stats_.bytes_delivered += bytes;
 }
 
-bool PeerStagingQueue::Failed(const std::string& path) {
+bool PeerStagingQueue::Failed(const std::string& path, Clock::time_point now) {
   std::vector<std::pair<std::string, Want>> failed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = wants_.find(path);
     if (it == wants_.end()) return false;
+    if (it->second.taken && now > it->second.taken_at) {
+      // How long a refusal takes (a home that has no copy, a peer that is busy): the simulator's
+      // --refusal-ms (docs/SIMULATOR.md).
+      stats_.failure_ns += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - it->second.taken_at).count());
+      ++stats_.failed_timed;
+    }
     if (!it->second.withdrawn) {
       failed.emplace_back(it->first, it->second);
       to_stager_.insert(it->first);

@@ -48,6 +48,8 @@ struct PeerQueueStats {
   uint64_t kept_in_flight = 0;   // withdrawn while the agent was bringing them (left to arrive)
   uint64_t delivery_ns = 0;      // from taking to delivery, summed over delivered_timed files
   uint64_t delivered_timed = 0;  // delivered while still wanted
+  uint64_t failure_ns = 0;       // from taking to the agent giving up, summed over failed_timed
+  uint64_t failed_timed = 0;     // given up after the agent took them
   uint64_t waiting = 0;          // not taken yet
   uint64_t taken = 0;            // taken by the agent, not delivered yet
 };
@@ -82,8 +84,9 @@ class PeerStagingQueue final : public StagingQueue {
   std::vector<PeerWant> TakeWants(size_t max, Clock::time_point now = Clock::now());
   // The peer's bytes of `path` were published (`bytes` of them).
   void Delivered(const std::string& path, uint64_t bytes);
-  // The agent cannot bring `path`: staged from the PFS now. False if it was no want.
-  bool Failed(const std::string& path);
+  // The agent cannot bring `path` (it gave up at `now`): staged from the PFS now. False if it was
+  // no want.
+  bool Failed(const std::string& path, Clock::time_point now = Clock::now());
   // Wants taken and not delivered by their deadline go to the stager; returns how many.
   size_t Expire(Clock::time_point now = Clock::now());
 

@@ -89,8 +89,31 @@ TEST(PeerQueueTest, WantsPastTheirDeadlineTakenOrNotGoToTheStager) {
   EXPECT_EQ(queue.Expire(t0 + 160ms), 1u);
   EXPECT_EQ(stager.prefetched, (std::vector<std::string>{"untaken", "taken"}));
   EXPECT_EQ(queue.peer_stats().expired, 2u);
+  EXPECT_EQ(queue.peer_stats().failed_timed, 0u);  // expiring is no refusal
   // A late delivery of an expired want is still counted (the store refuses a second copy).
   queue.Delivered("taken", 10);
+}
+
+// The time from the agent taking a want to giving up on it is summed over the wants it took
+// (what a refusal by a peer costs); a want given up before it was taken is not timed.
+TEST(PeerQueueTest, TimesEachRefusalFromTheTaking) {
+  RecordingQueue stager;
+  PeerStagingQueue queue(&stager);
+  queue.Attach({}, 1000ms);
+  const auto t0 = PeerStagingQueue::Clock::now();
+  for (const char* path : {"a", "b", "untaken"}) {
+    ASSERT_TRUE(queue.Prefetch(path, kId, StagePriority::kNormal));
+  }
+  ASSERT_EQ(queue.TakeWants(1, t0).size(), 1u);         // "a"
+  ASSERT_EQ(queue.TakeWants(1, t0 + 10ms).size(), 1u);  // "b"
+  EXPECT_TRUE(queue.Failed("a", t0 + 30ms));
+  EXPECT_TRUE(queue.Failed("b", t0 + 60ms));
+  EXPECT_TRUE(queue.Failed("untaken", t0 + 90ms));
+  PeerQueueStats p = queue.peer_stats();
+  EXPECT_EQ(p.failed, 3u);
+  EXPECT_EQ(p.failed_timed, 2u);
+  EXPECT_EQ(p.failure_ns, static_cast<uint64_t>((30ms + 50ms) / 1ns));
+  EXPECT_EQ(stager.prefetched, (std::vector<std::string>{"a", "b", "untaken"}));
 }
 
 TEST(PeerQueueTest, CancelAndDetach) {
