@@ -276,8 +276,9 @@ TEST_P(PeerTest, NodesStageForEachOtherAndLeaveWhenThePlansEnd) {
   for (int i = 0; i < nodes; ++i) {
     const json w = cluster.mount(i).Status()["peers"]["wants"];
     ASSERT_TRUE(w["delivery_ms_mean"].is_number() && w["failure_ms_mean"].is_number()) << w.dump();
-    if (w.value("delivered", 0) > 0)
+    if (w.value("delivered", 0) > 0) {
       EXPECT_GT(w["delivery_ms_mean"].get<double>(), 0.0) << w.dump();
+    }
     EXPECT_GE(w["failure_ms_mean"].get<double>(), 0.0) << w.dump();
   }
   // Hits on copies that came from peers are counted as such.
