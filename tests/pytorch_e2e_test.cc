@@ -137,7 +137,7 @@ TEST(PytorchE2eTest, DistributedSamplerThroughAPlannedMountIsByteExactAndHitsAft
   printf("pytorch e2e: %s\n", result.dump().c_str());
   const uint64_t opens = result["opens"], hits = result["hits"];
   ASSERT_GT(opens, 0u);
-  EXPECT_GE(static_cast<double>(hits), 0.95 * static_cast<double>(opens))
+  EXPECT_GE(static_cast<double>(hits), HitShareFloor(0.95) * static_cast<double>(opens))
       << hits << " hits of " << opens << " opens";
   EXPECT_FALSE(result["plan"]["dropped"].get<bool>()) << result["plan"].dump();
   EXPECT_EQ(result["plan"]["mismatches"], 0u);
