@@ -1,0 +1,27 @@
+# shellcheck shell=bash
+# Shell functions the CI scripts share (sourced by .ci/run, .ci/sanitize and .ci/fuzz).
+
+# The machine's CPU time so far, in clock ticks (/proc/stat): busy, waiting for I/O, in all.
+# Stolen time counts in all only: it was the hypervisor's, not this run's.
+cpu_ticks() {
+  awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat
+}
+
+# timed LABEL COMMAND [ARG]...: runs the command (a function too), then prints its label, its wall
+# time, the share of the machine's CPU time that was busy meanwhile and the share spent waiting for
+# I/O, and its exit status; returns that status. The shares tell whether a stage is bound by the
+# CPUs (a build) or leaves them idle (tests waiting on deadlines and fsyncs), that is whether
+# running more of it at once would shorten it (docs/RELIABILITY.md, "CI").
+timed() {
+  local label=$1 start rc=0 busy0 io0 all0 busy1 io1 all1 all
+  shift
+  read -r busy0 io0 all0 < <(cpu_ticks)
+  start=$(date +%s)
+  "$@" || rc=$?
+  read -r busy1 io1 all1 < <(cpu_ticks)
+  all=$((all1 - all0))
+  [ "$all" -gt 0 ] || all=1
+  echo "$label: $(($(date +%s) - start)) s, CPU busy $((100 * (busy1 - busy0) / all))%," \
+    "I/O wait $((100 * (io1 - io0) / all))% (exit $rc)" >&2
+  return "$rc"
+}
