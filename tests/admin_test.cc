@@ -46,17 +46,6 @@ int CountMismatches(const std::string& mnt, const std::map<std::string, std::str
   return bad;
 }
 
-CommandResult Cli(const std::vector<std::string>& args, int timeout = 120) {
-  std::vector<std::string> argv = {ClairfsBin()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return clairfs::testing::Run(argv, timeout);
-}
-
-json ParseJson(const std::string& text) {
-  auto j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? json::object() : j;
-}
-
 size_t CountEntries(const std::string& mnt, const std::string& filter) {
   CommandResult r = Cli({"ls", mnt, filter, "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

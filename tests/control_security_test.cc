@@ -41,12 +41,6 @@ using nlohmann::json;
 constexpr uid_t kNobody = 65534;
 constexpr uid_t kHostile = 4242;
 
-CommandResult Cli(const std::vector<std::string>& args, int timeout = 120) {
-  std::vector<std::string> argv = {ClairfsBin()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return Run(argv, timeout);
-}
-
 // `clairfs ARGS` as uid `uid` (gid = uid, or `groups` as supplementary groups).
 CommandResult CliAs(uid_t uid, const std::vector<std::string>& args,
                     const std::string& groups = "") {
@@ -55,11 +49,6 @@ CommandResult CliAs(uid_t uid, const std::vector<std::string>& args,
       groups.empty() ? "--clear-groups" : "--groups=" + groups, ClairfsBin()};
   argv.insert(argv.end(), args.begin(), args.end());
   return Run(argv, 60);
-}
-
-json ParseJson(const std::string& text) {
-  auto j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? json::object() : j;
 }
 
 std::set<std::string> EntryPaths(const std::string& ls_json) {

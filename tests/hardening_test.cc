@@ -33,17 +33,12 @@ namespace {
 
 using testing::ClairfsBin;
 using testing::ClairfsMount;
+using testing::Cli;
 using testing::CommandResult;
 using testing::IsFuseMounted;
 using testing::MakeDirs;
 using testing::MountGuard;
 using testing::WriteFile;
-
-CommandResult Cli(const std::vector<std::string>& args, int timeout = 60) {
-  std::vector<std::string> argv = {ClairfsBin()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return testing::Run(argv, timeout);
-}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

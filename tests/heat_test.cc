@@ -24,17 +24,6 @@ using nlohmann::json;
 
 constexpr char kDlioPrefix[] = "/grand/projects/radix-io/usr/snyder/dlio";
 
-CommandResult Cli(const std::vector<std::string>& args, int timeout = 120) {
-  std::vector<std::string> argv = {ClairfsBin()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return Run(argv, timeout);
-}
-
-json ParseJson(const std::string& text) {
-  auto j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? json::object() : j;
-}
-
 // The 12 per-process logs of the DLIO run in the shared data.
 std::vector<std::string> DlioLogs() {
   std::vector<std::string> logs;

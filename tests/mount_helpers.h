@@ -34,6 +34,8 @@ class ClairfsMount {
   void KeepDefaultSettle() { default_settle_ = true; }
   // `clairfs status --json`, parsed (an empty object if it failed).
   nlohmann::json Status();
+  // One counter of Status() (0 if absent).
+  uint64_t Counter(const char* key) { return Status().value(key, uint64_t{0}); }
   // Waits until nothing is queued or in flight for staging (or the timeout passes).
   bool WaitStagingIdle(int timeout_seconds = 60);
   // `clairfs umount`; returns its result.

@@ -23,8 +23,6 @@
 namespace clairfs::testing {
 namespace {
 
-uint64_t Counter(ClairfsMount& m, const char* key) { return m.Status().value(key, uint64_t{0}); }
-
 class NoOpenTest : public MountDirsTest {
  protected:
   // The request counters that must not move once the kernel went no-open.
@@ -77,7 +75,7 @@ TEST_F(NoOpenTest, ReadsAreByteExactAndOnlyTheFirstOpenAndFlushReachTheDaemon) {
     }
   }
   ASSERT_TRUE(m.WaitStagingIdle(120));
-  const uint64_t hits = Counter(m, "hits");
+  const uint64_t hits = m.Counter("hits");
   for (const auto& [rel, content] : files) {
     ASSERT_EQ(ReadFileAndDropPages(mnt_ + "/" + rel), content) << rel;
   }
@@ -92,9 +90,9 @@ TEST_F(NoOpenTest, ReadsAreByteExactAndOnlyTheFirstOpenAndFlushReachTheDaemon) {
   // Warm reads (pages kept) reach the daemon not at all, unless the kernel reclaimed a page under
   // another test's memory pressure (see the next test): a file whose pages are gone costs a READ.
   for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content);
-  const uint64_t reads = Counter(m, "read_requests");
+  const uint64_t reads = m.Counter("read_requests");
   for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content);
-  EXPECT_LT(Counter(m, "read_requests") - reads, files.size() / 2);
+  EXPECT_LT(m.Counter("read_requests") - reads, files.size() / 2);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
@@ -111,26 +109,26 @@ TEST_F(NoOpenTest, EvictionAndRestagingWhileTheKernelHoldsPages) {
   ASSERT_EQ(testing::Run({ClairfsBin(), "evict", mnt_, "--all"}, 60).exit_code, 0);
   EXPECT_EQ(m.Status()["open_mode"].value("kept_files", uint64_t{0}), 0u);
   EXPECT_EQ(m.Status().value("staged_files", uint64_t{1}), 0u);
-  const uint64_t reads = Counter(m, "read_requests");
+  const uint64_t reads = m.Counter("read_requests");
   for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
   // The kernel's pages served them. It may reclaim some under another test's memory pressure, which
   // is its right: CI's whole-suite runs saw 1 READ (2026-12-02) and 3 (2026-12-03) reach the
   // daemon, and alone it passes every time. A regression that drops the pages at eviction costs at
   // least one READ per file, so fewer than half the files' worth keeps the check meaningful.
-  EXPECT_LT(Counter(m, "read_requests") - reads, files.size() / 2);
-  const uint64_t misses = Counter(m, "misses");
+  EXPECT_LT(m.Counter("read_requests") - reads, files.size() / 2);
+  const uint64_t misses = m.Counter("misses");
   for (const auto& [rel, content] : files) {
     ASSERT_EQ(ReadFileAndDropPages(mnt_ + "/" + rel), content) << rel;  // from the pages
     ASSERT_EQ(ReadFileAndDropPages(mnt_ + "/" + rel), content) << rel;  // from the daemon
   }
-  EXPECT_EQ(Counter(m, "misses") - misses, files.size());
+  EXPECT_EQ(m.Counter("misses") - misses, files.size());
   ASSERT_TRUE(m.WaitStagingIdle(60));
   EXPECT_EQ(m.Status().value("staged_files", uint64_t{0}), files.size());
-  const uint64_t hits = Counter(m, "hits");
+  const uint64_t hits = m.Counter("hits");
   for (const auto& [rel, content] : files) {
     ASSERT_EQ(ReadByMmap(mnt_ + "/" + rel, /*drop_pages=*/true), content) << rel;
   }
-  EXPECT_EQ(Counter(m, "hits") - hits, files.size());
+  EXPECT_EQ(m.Counter("hits") - hits, files.size());
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 

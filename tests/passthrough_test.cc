@@ -38,8 +38,6 @@ std::string StateOf(const std::string& path) {
   return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
 }
 
-uint64_t Counter(ClairfsMount& m, const char* key) { return m.Status().value(key, uint64_t{0}); }
-
 class PassthroughTest : public MountDirsTest {
  protected:
   // Reads every file once (staging them by read-through) and waits for staging to finish.
@@ -60,9 +58,9 @@ TEST_F(PassthroughTest, StagedFilesReadByteExactWithNoReadRequests) {
   auto status = m.Status();
   ASSERT_EQ(status["passthrough"].value("state", ""), "on") << status.dump();
   StageAll(m, files);
-  const uint64_t reads_before = Counter(m, "read_requests");
+  const uint64_t reads_before = m.Counter("read_requests");
   EXPECT_GT(reads_before, 0u);  // the first reads came from the backing store through the daemon
-  const uint64_t pt_before = Counter(m, "passthrough_opens");
+  const uint64_t pt_before = m.Counter("passthrough_opens");
   for (const auto& [rel, content] : files) {
     EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
     EXPECT_EQ(ReadByMmap(mnt_ + "/" + rel), content) << rel;
@@ -83,17 +81,17 @@ TEST_F(PassthroughTest, FileStagedWhileHeldOpenSwitchesAfterTheLastRelease) {
   ASSERT_TRUE(m.WaitStagingIdle());
   ASSERT_EQ(StateOf(mnt_ + "/a.bin"), "staged");
   // Staged now, but the inode is open in normal mode: more opens stay normal (no EIO).
-  const uint64_t pt0 = Counter(m, "passthrough_opens");
+  const uint64_t pt0 = m.Counter("passthrough_opens");
   for (int i = 0; i < 5; ++i) EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), content);
   EXPECT_EQ(ReadFd(held, content.size()), content);
-  EXPECT_EQ(Counter(m, "passthrough_opens"), pt0);
+  EXPECT_EQ(m.Counter("passthrough_opens"), pt0);
   close(held);
   // Every open released: the next one is passthrough and sends no READ.
-  const uint64_t reads = Counter(m, "read_requests");
+  const uint64_t reads = m.Counter("read_requests");
   EXPECT_EQ(ReadByMmap(mnt_ + "/a.bin"), content);
   EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), content);
-  EXPECT_EQ(Counter(m, "passthrough_opens"), pt0 + 2);
-  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  EXPECT_EQ(m.Counter("passthrough_opens"), pt0 + 2);
+  EXPECT_EQ(m.Counter("read_requests"), reads);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
@@ -107,31 +105,31 @@ TEST_F(PassthroughTest, EvictedAndRestagedWhileOpenKeepsServingTheSameBytes) {
   EXPECT_EQ(ReadFile(target), target_content);
   ASSERT_TRUE(m.WaitStagingIdle());
   ASSERT_EQ(StateOf(target), "staged");
-  const uint64_t pt0 = Counter(m, "passthrough_opens");
+  const uint64_t pt0 = m.Counter("passthrough_opens");
   int held = open(target.c_str(), O_RDONLY);  // passthrough on the current copy
   ASSERT_GE(held, 0);
-  EXPECT_EQ(Counter(m, "passthrough_opens"), pt0 + 1);
+  EXPECT_EQ(m.Counter("passthrough_opens"), pt0 + 1);
   // Capacity pressure evicts the least recently used copy: the target's.
   for (const auto& [rel, content] : files) {
     ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
     ASSERT_TRUE(m.WaitStagingIdle());
   }
   ASSERT_EQ(StateOf(target), "unstaged");
-  EXPECT_GT(Counter(m, "evictions"), 0u);
+  EXPECT_GT(m.Counter("evictions"), 0u);
   // The held open still reads the evicted copy (the kernel keeps it alive).
   EXPECT_EQ(ReadFd(held, target_content.size()), target_content);
   // A second open while the first is held: same version, so it shares the inode's backing id
   // (a miss for the daemon, which re-stages the file).
-  const uint64_t reads = Counter(m, "read_requests");
+  const uint64_t reads = m.Counter("read_requests");
   EXPECT_EQ(ReadByMmap(target), target_content);
-  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  EXPECT_EQ(m.Counter("read_requests"), reads);
   ASSERT_TRUE(m.WaitStagingIdle());
   EXPECT_EQ(StateOf(target), "staged");
   close(held);
   // All released: a fresh backing id on the re-staged copy.
   EXPECT_EQ(ReadFile(target), target_content);
   EXPECT_EQ(ReadByMmap(target), target_content);
-  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  EXPECT_EQ(m.Counter("read_requests"), reads);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
@@ -156,15 +154,15 @@ TEST_F(PassthroughTest, ReopenedCopyIsReusedUntilItIsEvicted) {
   for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
   // Every released passthrough open leaves its copy held by the kernel...
   ASSERT_TRUE(WaitHeldCopies(m, files.size())) << HeldCopies(m);
-  const uint64_t held0 = Counter(m, "held_copy_opens");
-  const uint64_t reads = Counter(m, "read_requests");
+  const uint64_t held0 = m.Counter("held_copy_opens");
+  const uint64_t reads = m.Counter("read_requests");
   // ...so opening them again registers nothing: each open claims its held copy.
   for (const auto& [rel, content] : files) {
     EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
     EXPECT_EQ(ReadByMmap(mnt_ + "/" + rel), content) << rel;
   }
-  EXPECT_EQ(Counter(m, "held_copy_opens"), held0 + 2 * files.size());
-  EXPECT_EQ(Counter(m, "read_requests"), reads);
+  EXPECT_EQ(m.Counter("held_copy_opens"), held0 + 2 * files.size());
+  EXPECT_EQ(m.Counter("read_requests"), reads);
   ASSERT_TRUE(WaitHeldCopies(m, files.size()));
 
   // Evicting a copy drops its held id at once (no evicted bytes stay pinned), and the next open
@@ -174,20 +172,20 @@ TEST_F(PassthroughTest, ReopenedCopyIsReusedUntilItIsEvicted) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(HeldCopies(m), files.size() - 1);
   EXPECT_EQ(StateOf(mnt_ + "/" + victim), "unstaged");
-  const uint64_t held1 = Counter(m, "held_copy_opens");
+  const uint64_t held1 = m.Counter("held_copy_opens");
   EXPECT_EQ(ReadFile(mnt_ + "/" + victim), files.begin()->second);
-  EXPECT_EQ(Counter(m, "held_copy_opens"), held1);
-  EXPECT_GT(Counter(m, "read_requests"), reads);  // served from the backing store
+  EXPECT_EQ(m.Counter("held_copy_opens"), held1);
+  EXPECT_GT(m.Counter("read_requests"), reads);  // served from the backing store
   // Re-staged: a fresh registration of the new copy, then reused like the others.
   ASSERT_TRUE(m.WaitStagingIdle());
   ASSERT_EQ(StateOf(mnt_ + "/" + victim), "staged");
   EXPECT_EQ(ReadFile(mnt_ + "/" + victim), files.begin()->second);
   ASSERT_TRUE(WaitHeldCopies(m, files.size()));
   // The new copy was held as it was staged unless the read-through open was still live then.
-  const uint64_t held2 = Counter(m, "held_copy_opens");
+  const uint64_t held2 = m.Counter("held_copy_opens");
   EXPECT_LE(held2, held1 + 1);
   EXPECT_EQ(ReadFile(mnt_ + "/" + victim), files.begin()->second);
-  EXPECT_EQ(Counter(m, "held_copy_opens"), held2 + 1);
+  EXPECT_EQ(m.Counter("held_copy_opens"), held2 + 1);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
@@ -224,7 +222,7 @@ TEST_F(PassthroughTest, CopiesHeldAheadServeFirstOpensAndNeverAStaleCopy) {
   EXPECT_TRUE(ahead.value("done", false)) << ahead.dump();
   EXPECT_EQ(ahead.value("held", uint64_t{0}), files.size() - 1) << ahead.dump();
   EXPECT_EQ(HeldCopies(m), files.size() - 1);
-  EXPECT_EQ(Counter(m, "opens"), 0u);  // held with no open at all
+  EXPECT_EQ(m.Counter("opens"), 0u);  // held with no open at all
   CommandResult shown = testing::Run({ClairfsBin(), "status", mnt_});
   EXPECT_NE(shown.out.find("(" + std::to_string(files.size() - 1) +
                            " held ahead at mount, 0 as they were staged)"),
@@ -239,7 +237,7 @@ TEST_F(PassthroughTest, CopiesHeldAheadServeFirstOpensAndNeverAStaleCopy) {
   WriteFile(backing_ + "/" + changed_after, files[changed_after]);
 
   for (const auto& [rel, content] : files) EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
-  EXPECT_EQ(Counter(m, "held_copy_opens"), files.size() - 3);
+  EXPECT_EQ(m.Counter("held_copy_opens"), files.size() - 3);
   EXPECT_EQ(ReadByMmap(mnt_ + "/" + changed_after), files[changed_after]);
   EXPECT_EQ(m.Umount().exit_code, 0);
 
@@ -249,7 +247,7 @@ TEST_F(PassthroughTest, CopiesHeldAheadServeFirstOpensAndNeverAStaleCopy) {
   EXPECT_TRUE(off.Status()["passthrough"]["held_ahead"].is_null());
   EXPECT_EQ(HeldCopies(off), 0u);
   for (const auto& [rel, content] : files) EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
-  EXPECT_EQ(Counter(off, "held_copy_opens"), 0u);
+  EXPECT_EQ(off.Counter("held_copy_opens"), 0u);
   EXPECT_EQ(off.Umount().exit_code, 0);
 }
 
@@ -265,14 +263,14 @@ TEST_F(PassthroughTest, CopiesStagedWhileMountedAreHeldForTheirFirstOpen) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(HeldCopies(m), files.size());
     EXPECT_EQ(WaitHeldAhead(m).value("held_when_staged", uint64_t{0}), files.size());
-    EXPECT_EQ(Counter(m, "opens"), 0u);
-    const uint64_t reads = Counter(m, "read_requests");
+    EXPECT_EQ(m.Counter("opens"), 0u);
+    const uint64_t reads = m.Counter("read_requests");
     for (const auto& [rel, content] : files) {
       EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
     }
-    EXPECT_EQ(Counter(m, "held_copy_opens"), files.size());
-    EXPECT_EQ(Counter(m, "passthrough_opens"), files.size());
-    EXPECT_EQ(Counter(m, "read_requests"), reads);
+    EXPECT_EQ(m.Counter("held_copy_opens"), files.size());
+    EXPECT_EQ(m.Counter("passthrough_opens"), files.size());
+    EXPECT_EQ(m.Counter("read_requests"), reads);
     CommandResult shown = testing::Run({ClairfsBin(), "status", mnt_});
     EXPECT_NE(shown.out.find(", " + std::to_string(files.size()) + " as they were staged)"),
               std::string::npos)
@@ -285,8 +283,8 @@ TEST_F(PassthroughTest, CopiesStagedWhileMountedAreHeldForTheirFirstOpen) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(HeldCopies(off), 0u);
   for (const auto& [rel, content] : files) EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
-  EXPECT_EQ(Counter(off, "held_copy_opens"), 0u);
-  EXPECT_EQ(Counter(off, "passthrough_opens"), files.size());
+  EXPECT_EQ(off.Counter("held_copy_opens"), 0u);
+  EXPECT_EQ(off.Counter("passthrough_opens"), files.size());
   EXPECT_EQ(off.Umount().exit_code, 0);
 }
 
@@ -320,9 +318,9 @@ TEST_F(PassthroughTest, HeldCopiesBoundHoldsTheCopyStagedLastAndZeroHoldsNone) {
     EXPECT_EQ(HeldCopies(m), 1u) << rel;  // the shard's one place goes to the copy staged last
   }
   EXPECT_EQ(ReadFile(mnt_ + "/" + second), files[second]);
-  EXPECT_EQ(Counter(m, "held_copy_opens"), 1u);
+  EXPECT_EQ(m.Counter("held_copy_opens"), 1u);
   EXPECT_EQ(ReadFile(mnt_ + "/" + first), files[first]);
-  EXPECT_EQ(Counter(m, "held_copy_opens"), 1u);  // registered by its open
+  EXPECT_EQ(m.Counter("held_copy_opens"), 1u);  // registered by its open
   ASSERT_TRUE(WaitHeldCopies(m, 1));
 
   // Everything staged: one copy held per shard in use, never more.
@@ -346,8 +344,8 @@ TEST_F(PassthroughTest, HeldCopiesBoundHoldsTheCopyStagedLastAndZeroHoldsNone) {
       EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
     }
   }
-  EXPECT_EQ(Counter(none, "passthrough_opens"), 2 * files.size());
-  EXPECT_EQ(Counter(none, "held_copy_opens"), 0u);
+  EXPECT_EQ(none.Counter("passthrough_opens"), 2 * files.size());
+  EXPECT_EQ(none.Counter("held_copy_opens"), 0u);
   EXPECT_EQ(HeldCopies(none), 0u);
   EXPECT_EQ(none.Umount().exit_code, 0);
 }
@@ -358,9 +356,9 @@ TEST_F(PassthroughTest, ChangedBackingFileIsNeverServedFromTheOldCopy) {
   ASSERT_EQ(m.Mount({"--passthrough", "on", "--revalidate", "open"}).exit_code, 0);
   EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(200000, 'a'));
   ASSERT_TRUE(m.WaitStagingIdle());
-  const uint64_t pt0 = Counter(m, "passthrough_opens");
+  const uint64_t pt0 = m.Counter("passthrough_opens");
   EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(200000, 'a'));  // passthrough on the copy
-  EXPECT_EQ(Counter(m, "passthrough_opens"), pt0 + 1);
+  EXPECT_EQ(m.Counter("passthrough_opens"), pt0 + 1);
   // Changed with nothing open: the next open reads the new bytes.
   WriteFile(backing_ + "/a.bin", std::string(200000, 'b'));
   EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(200000, 'b'));
@@ -384,7 +382,7 @@ TEST_F(PassthroughTest, ChangedBackingFileIsNeverServedFromTheOldCopy) {
     close(held);
     EXPECT_EQ(ReadFile(mnt_ + "/a.bin"), std::string(150000, version));
   }
-  EXPECT_GE(Counter(m, "stale_detected"), 5u);
+  EXPECT_GE(m.Counter("stale_detected"), 5u);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
@@ -408,13 +406,13 @@ TEST_F(PassthroughTest, KillNineWhileFilesAreOpenThenRemount) {
   ClairfsMount m(backing_, mnt_, cache_);
   auto r = m.Mount({"--passthrough", "on"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const uint64_t reads = Counter(m, "read_requests");
+  const uint64_t reads = m.Counter("read_requests");
   for (const auto& [rel, content] : files) {
     EXPECT_EQ(ReadFile(mnt_ + "/" + rel), content) << rel;
     EXPECT_EQ(ReadByMmap(mnt_ + "/" + rel), content) << rel;
   }
-  EXPECT_EQ(Counter(m, "read_requests"), reads);  // the copies survived: all passthrough
-  EXPECT_EQ(Counter(m, "passthrough_opens"), 2 * files.size());
+  EXPECT_EQ(m.Counter("read_requests"), reads);  // the copies survived: all passthrough
+  EXPECT_EQ(m.Counter("passthrough_opens"), 2 * files.size());
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 
@@ -453,7 +451,7 @@ TEST_F(PassthroughTest, ManyConcurrentOpensOfTheSameAndOfDifferentFiles) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_GT(Counter(m, "passthrough_opens"), 0u);
+  EXPECT_GT(m.Counter("passthrough_opens"), 0u);
   EXPECT_EQ(m.Umount().exit_code, 0);
 }
 

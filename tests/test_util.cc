@@ -158,6 +158,17 @@ void ExecInChild(const std::vector<std::string>& argv, const std::vector<std::st
   _exit(127);
 }
 
+CommandResult Cli(const std::vector<std::string>& args, int timeout_seconds) {
+  std::vector<std::string> argv = {ClairfsBin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv, timeout_seconds);
+}
+
+nlohmann::json ParseJson(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
 CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds,
                   const std::vector<std::string>& env) {
   CommandResult result;

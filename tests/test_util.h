@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace clairfs::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed recursively on destruction. Any FUSE mounts
@@ -47,6 +49,11 @@ struct CommandResult {
 // `timeout_seconds` then kills it.
 CommandResult Run(const std::vector<std::string>& argv, int timeout_seconds = 120,
                   const std::vector<std::string>& env = {});
+// `clairfs ARGS` (the binary ClairfsBin() names), as Run.
+CommandResult Cli(const std::vector<std::string>& args, int timeout_seconds = 120);
+// `text` parsed as JSON, or an empty object if it is not JSON (a test then fails on the field it
+// looks for, not on an exception).
+nlohmann::json ParseJson(const std::string& text);
 // In a forked child: stdin from /dev/null, `env` ("K=V") added, then execvp(argv); exit 127 if
 // that fails. Never returns.
 [[noreturn]] void ExecInChild(const std::vector<std::string>& argv,

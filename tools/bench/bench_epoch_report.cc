@@ -54,8 +54,6 @@ std::string Seconds(double s) {
   return buf;
 }
 
-const char* MetText(const nlohmann::json& target) { return target["met"] ? "met" : "MISSED"; }
-
 }  // namespace
 
 nlohmann::json EpochTargets(const nlohmann::json& result) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "planner/base/units.h"
+#include "tools/bench/bench_support.h"
 
 namespace clairfs {
 namespace {
@@ -21,8 +22,6 @@ const nlohmann::json* FindMode(const nlohmann::json& result, const std::string& 
 double Percent(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
-
-const char* MetText(const nlohmann::json& target) { return target["met"] ? "met" : "MISSED"; }
 
 }  // namespace
 

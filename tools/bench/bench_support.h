@@ -1,6 +1,6 @@
 // Small helpers shared by the `clairfs bench` instruments: a work directory that is removed
-// unless kept, seeded shuffles, medians, the files below a directory, and a process's memory and
-// fd counts.
+// unless kept, seeded shuffles, medians, the files below a directory, a process's memory and fd
+// counts, the machine's load, and a target's verdict in a report.
 //
 // Thread-safety: values and pure functions; BenchWorkDir belongs to one thread.
 // Errors: Status values naming the path.
@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "planner/base/status.h"
 #include "planner/synthetic_dataset.h"
@@ -64,6 +66,14 @@ struct ProcessStats {
   uint64_t open_fds = 0;        // entries of /proc/PID/fd
 };
 Result<ProcessStats> ReadProcessStats(pid_t pid);
+
+// "0.52 0.71 0.80": the 1-, 5- and 15-minute load averages of /proc/loadavg.
+std::string LoadAverage();
+
+// How a report prints a target's verdict (its "met" field): "met" or "MISSED".
+inline const char* MetText(const nlohmann::json& target) {
+  return target["met"] ? "met" : "MISSED";
+}
 
 // "1,2,4" -> {1, 2, 4}; EINVAL names `what` for anything else.
 Result<std::vector<int>> ParseIntList(const std::string& text, const std::string& what);

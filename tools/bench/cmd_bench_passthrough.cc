@@ -66,7 +66,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench passthrough";
+constexpr const char* kBenchPassthroughCommand = "bench passthrough";
 // The --passthrough value that measures a no-open mount instead (passthrough off).
 constexpr const char* kNoOpenMode = "no-open";
 
@@ -514,13 +514,6 @@ nlohmann::json Target(const std::string& what, const std::string& target, double
   return {{"what", what}, {"target", target}, {"value", value}, {"met", met}};
 }
 
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
-
 nlohmann::json Machine() {
   struct utsname u {};
   uname(&u);
@@ -754,7 +747,8 @@ void RegisterBenchPassthrough(CLI::App& bench) {
     }
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintPassthroughTable));
+    SetExitCode(
+        ReportBench(kBenchPassthroughCommand, measured, result, a.json, PrintPassthroughTable));
   });
 }
 
