@@ -11,14 +11,14 @@
 namespace clairfs {
 namespace {
 
-auto Any() {
+auto AnyPath() {
   return [](const std::string&) { return true; };
 }
 
 TEST(LruPolicyTest, EmptyHasNoVictim) {
   auto lru = NewLruPolicy();
   EXPECT_STREQ(lru->name(), "lru");
-  EXPECT_FALSE(lru->PickVictim(Any()).has_value());
+  EXPECT_FALSE(lru->PickVictim(AnyPath()).has_value());
 }
 
 TEST(LruPolicyTest, OldestInsertIsTheVictim) {
@@ -26,11 +26,11 @@ TEST(LruPolicyTest, OldestInsertIsTheVictim) {
   lru->OnInsert("a", 1);
   lru->OnInsert("b", 1);
   lru->OnInsert("c", 1);
-  EXPECT_EQ(lru->PickVictim(Any()), "a");
+  EXPECT_EQ(lru->PickVictim(AnyPath()), "a");
   // Picking does not remove: the same victim until the store reports the removal.
-  EXPECT_EQ(lru->PickVictim(Any()), "a");
+  EXPECT_EQ(lru->PickVictim(AnyPath()), "a");
   lru->OnRemove("a");
-  EXPECT_EQ(lru->PickVictim(Any()), "b");
+  EXPECT_EQ(lru->PickVictim(AnyPath()), "b");
 }
 
 TEST(LruPolicyTest, AccessMakesMostRecent) {
@@ -39,7 +39,7 @@ TEST(LruPolicyTest, AccessMakesMostRecent) {
   lru->OnAccess("a");
   lru->OnAccess("b");
   std::vector<std::string> order;
-  while (auto v = lru->PickVictim(Any())) {
+  while (auto v = lru->PickVictim(AnyPath())) {
     order.push_back(*v);
     lru->OnRemove(*v);
   }
@@ -51,11 +51,11 @@ TEST(LruPolicyTest, ReinsertMovesToFrontWithoutDuplicates) {
   lru->OnInsert("a", 1);
   lru->OnInsert("b", 1);
   lru->OnInsert("a", 1);
-  EXPECT_EQ(lru->PickVictim(Any()), "b");
+  EXPECT_EQ(lru->PickVictim(AnyPath()), "b");
   lru->OnRemove("b");
-  EXPECT_EQ(lru->PickVictim(Any()), "a");
+  EXPECT_EQ(lru->PickVictim(AnyPath()), "a");
   lru->OnRemove("a");
-  EXPECT_FALSE(lru->PickVictim(Any()).has_value());
+  EXPECT_FALSE(lru->PickVictim(AnyPath()).has_value());
 }
 
 TEST(LruPolicyTest, FilterSkipsUnevictableInOrder) {
@@ -76,7 +76,7 @@ TEST(LruPolicyTest, RemovingUnknownPathsAndAccessOfUnknownAreHarmless) {
   lru->OnRemove("never");
   lru->OnAccess("new");  // an access of an unknown path tracks it
   lru->OnInsert("b", 1);
-  EXPECT_EQ(lru->PickVictim(Any()), "new");
+  EXPECT_EQ(lru->PickVictim(AnyPath()), "new");
 }
 
 TEST(LruPolicyTest, ConcurrentUseKeepsEveryPathOnce) {
@@ -91,14 +91,14 @@ TEST(LruPolicyTest, ConcurrentUseKeepsEveryPathOnce) {
         } else if (i % 3 == 1) {
           lru->OnAccess(p);
         } else {
-          (void)lru->PickVictim(Any());
+          (void)lru->PickVictim(AnyPath());
         }
       }
     });
   }
   for (auto& th : threads) th.join();
   std::vector<std::string> seen;
-  while (auto v = lru->PickVictim(Any())) {
+  while (auto v = lru->PickVictim(AnyPath())) {
     seen.push_back(*v);
     lru->OnRemove(*v);
   }

@@ -693,9 +693,9 @@ TEST_P(StagerEngineTest, ACopyThatOutgrowsItsReservationWithoutRoomIsSkipped) {
 }
 
 // The default Env with a realtime clock a test can move forward (the settle rule's clock).
-class ClockEnv : public EnvWrapper {
+class AheadClockEnv : public EnvWrapper {
  public:
-  ClockEnv() : EnvWrapper(Env::Default()) {}
+  AheadClockEnv() : EnvWrapper(Env::Default()) {}
   uint64_t NowRealtimeNanos() override {
     return EnvWrapper::NowRealtimeNanos() + static_cast<uint64_t>(ahead_ns.load());
   }
@@ -708,7 +708,7 @@ class ClockEnv : public EnvWrapper {
 // callback, and is staged once the settle time has passed on the (injected) clock. Neither a
 // failure nor a skip; nothing else waits.
 TEST_P(StagerEngineTest, AFileChangedWithinTheSettleTimeIsStagedOnlyOnceItHasSettled) {
-  ClockEnv clock;
+  AheadClockEnv clock;
   StagerOptions options{backing_, 2, 0, 64 * 1024, GetParam()};
   options.settle_ns = 10'000'000'000;  // 10 s: the real clock never gets there in this test
   auto stager = std::make_unique<Stager>(options, store_.get(), &clock);
@@ -783,7 +783,7 @@ TEST_P(StagerEngineTest, AShortSettleDelaysAFreshFileByAboutTheSettleTime) {
 // Deferred requests are requests like the others: cancelled, withdrawn if nobody waits, told
 // ESHUTDOWN when the mount goes away.
 TEST_P(StagerEngineTest, DeferredRequestsCanBeCancelledAndEndAtShutdown) {
-  ClockEnv clock;
+  AheadClockEnv clock;
   StagerOptions options{backing_, 1, 0, 64 * 1024, GetParam()};
   options.settle_ns = 10'000'000'000;
   auto stager = std::make_unique<Stager>(options, store_.get(), &clock);

@@ -116,7 +116,7 @@ SimTrace PlanTrace(const std::string& spec_text, uint64_t n, uint64_t epochs) {
   return trace;
 }
 
-std::vector<uint64_t> MixedSizes(uint64_t n) {
+std::vector<uint64_t> MixedSizesOf(uint64_t n) {
   std::vector<uint64_t> sizes;
   for (uint64_t i = 0; i < n; ++i) sizes.push_back(4096 * (1 + (i * 7919) % 13));
   return sizes;
@@ -125,7 +125,7 @@ std::vector<uint64_t> MixedSizes(uint64_t n) {
 TEST(CacheSimulatorTest, PlanBeatsLruAndMinBeatsLruOnShuffledEpochs) {
   const uint64_t n = 2000;
   const SimTrace trace = PlanTrace("torch-distributed:seed=7,world=4", n, 4);
-  const std::vector<uint64_t> sizes = MixedSizes(n);
+  const std::vector<uint64_t> sizes = MixedSizesOf(n);
   uint64_t total = 0;
   for (uint64_t s : sizes) total += s;
   const uint64_t capacity = total / 2;
@@ -145,7 +145,7 @@ TEST(CacheSimulatorTest, PlanBeatsLruAndMinBeatsLruOnShuffledEpochs) {
 TEST(CacheSimulatorTest, CapacityOfTheDatasetReadsNothingFromTheBackingStoreAfterEpochOne) {
   const uint64_t n = 500;
   const SimTrace trace = PlanTrace("torch-distributed:seed=1,world=2", n, 3);
-  const std::vector<uint64_t> sizes = MixedSizes(n);
+  const std::vector<uint64_t> sizes = MixedSizesOf(n);
   uint64_t total = 0;
   for (uint64_t s : sizes) total += s;
   for (SimPolicy p : {SimPolicy::kLru, SimPolicy::kBelady, SimPolicy::kPlan}) {

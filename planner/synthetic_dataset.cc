@@ -10,7 +10,7 @@
 namespace clairfs {
 namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+constexpr uint64_t kGoldenRatio64 = 0x9E3779B97F4A7C15ULL;
 constexpr double kImageNetSigma = 0.7;
 constexpr int kIrwinHallTerms = 12;  // sum of 12 uniforms - 6: mean 0, variance 1, |z| <= 6
 
@@ -137,7 +137,7 @@ uint64_t LogNormalSize(uint64_t seed, uint64_t index, uint64_t median_bytes) {
   uint64_t key = Mix(seed ^ 0x73697A6573ULL);  // "sizes": keeps this stream apart from others
   double z = -kIrwinHallTerms / 2.0;
   for (int j = 0; j < kIrwinHallTerms; ++j) {
-    z += UnitDouble(Mix(key + (index * kIrwinHallTerms + j + 1) * kGolden));
+    z += UnitDouble(Mix(key + (index * kIrwinHallTerms + j + 1) * kGoldenRatio64));
   }
   double bytes = static_cast<double>(median_bytes) * PortableExp(kImageNetSigma * z);
   uint64_t size = static_cast<uint64_t>(std::floor(bytes + 0.5));

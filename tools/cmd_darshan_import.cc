@@ -47,7 +47,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "darshan import";
+constexpr const char* kDarshanImportCommand = "darshan import";
 // Upload pieces stay well below ControlServer::kMaxRequestBytes.
 constexpr size_t kChunkBytes = 256 * 1024;
 constexpr size_t kIdsPerRequest = 2000;
@@ -227,7 +227,8 @@ void PrintReport(const nlohmann::json& r) {
 // Every failure past the usage checks is a failed import (exit 1), whatever its errno: a
 // corrupt log is EINVAL, and still not a usage error.
 int Failed(const Status& status) {
-  fprintf(stderr, "clairfs %s: %s\n", kCommand, SanitizeText(status.message()).c_str());
+  fprintf(stderr, "clairfs %s: %s\n", kDarshanImportCommand,
+          SanitizeText(status.message()).c_str());
   return kExitFailed;
 }
 
@@ -293,9 +294,10 @@ int ImportOffline(const ImportArgs& a, const std::string& backing, const std::st
 // if the import fails: a failed import leaves no new cache behind.
 int RunOffline(const ImportArgs& a) {
   if (a.backing.empty()) {
-    return UsageError(kCommand, "--cache needs --backing DIR (the dataset the cache fronts)");
+    return UsageError(kDarshanImportCommand,
+                      "--cache needs --backing DIR (the dataset the cache fronts)");
   }
-  if (a.positional.empty()) return UsageError(kCommand, "no LOG or DIR given");
+  if (a.positional.empty()) return UsageError(kDarshanImportCommand, "no LOG or DIR given");
   auto backing = RealPath(a.backing, "backing");
   if (!backing.ok()) return Failed(backing.status());
   auto made = CreatedDirectory::Make(a.cache, 0700);
@@ -305,8 +307,8 @@ int RunOffline(const ImportArgs& a) {
   if (code != kExitOk && (*made)->created()) {
     Status removed = (*made)->Remove();
     if (!removed.ok()) {
-      fprintf(stderr, "clairfs %s: could not remove the new cache directory: %s\n", kCommand,
-              SanitizeText(removed.message()).c_str());
+      fprintf(stderr, "clairfs %s: could not remove the new cache directory: %s\n",
+              kDarshanImportCommand, SanitizeText(removed.message()).c_str());
     }
   }
   return code;
@@ -314,12 +316,12 @@ int RunOffline(const ImportArgs& a) {
 
 int RunImport(const ImportArgs& a) {
   if (!a.strip_prefix.empty() && a.strip_prefix[0] != '/') {
-    return UsageError(kCommand, "--strip-prefix must be an absolute path");
+    return UsageError(kDarshanImportCommand, "--strip-prefix must be an absolute path");
   }
   if (!a.cache.empty()) return RunOffline(a);
-  if (!a.backing.empty()) return UsageError(kCommand, "--backing goes with --cache");
+  if (!a.backing.empty()) return UsageError(kDarshanImportCommand, "--backing goes with --cache");
   if (a.positional.size() < 2) {
-    return UsageError(kCommand,
+    return UsageError(kDarshanImportCommand,
                       "give MOUNTPOINT and at least one LOG or DIR (or --cache DIR "
                       "--backing DIR for an unmounted cache)");
   }

@@ -39,7 +39,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr char kCommand[] = "fsck";
+constexpr char kFsckCommand[] = "fsck";
 
 struct FsckOptions {
   std::string cache;
@@ -315,7 +315,7 @@ void PrintJson(const FsckOptions& o, const RecoveryReport& r, const ContentStore
 }
 
 int FailWith(const FsckOptions& o, const Status& st) {
-  int code = Fail(kCommand, st);
+  int code = Fail(kFsckCommand, st);
   if (o.json) {
     nlohmann::json j = {{"cache", o.cache}, {"error", st.message()}, {"exit_code", code}};
     printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -332,13 +332,13 @@ int RunFsck(FsckOptions o) {
   while (o.cache.size() > 1 && o.cache.back() == '/') o.cache.pop_back();
   while (o.backing.size() > 1 && o.backing.back() == '/') o.backing.pop_back();
   if (o.verify && o.backing.empty()) {
-    return UsageError(kCommand, "--verify needs --backing DIR (the backing root of the mount)");
+    return UsageError(kFsckCommand, "--verify needs --backing DIR (the backing root of the mount)");
   }
   if (!o.verify && !o.backing.empty()) {
-    return UsageError(kCommand, "--backing is only used with --verify");
+    return UsageError(kFsckCommand, "--backing is only used with --verify");
   }
   if (o.verify && !IsDirectory(o.backing)) {
-    return UsageError(kCommand, "--backing " + o.backing + " is not a directory");
+    return UsageError(kFsckCommand, "--backing " + o.backing + " is not a directory");
   }
   Env* env = Env::Default();
   struct stat st;

@@ -39,7 +39,7 @@
 namespace clairfs::cli {
 namespace {
 
-const char* const kCommand = "plan detect";
+const char* const kPlanDetectCommand = "plan detect";
 
 struct PlanDetectOptions {
   std::string backing;
@@ -228,12 +228,12 @@ Result<Trace> ReadDarshanTrace(const PlanDetectOptions& options, const Layout& l
 
 int RunPlanDetect(const PlanDetectOptions& options) {
   auto layout_spec = ParseLayoutSpec(options.layout, options.layout_root);
-  if (!layout_spec.ok()) return Fail(kCommand, layout_spec.status());
+  if (!layout_spec.ok()) return Fail(kPlanDetectCommand, layout_spec.status());
   auto layout = BuildLayout(PosixFileTreeInstance(), options.backing, *layout_spec);
-  if (!layout.ok()) return Fail(kCommand, layout.status());
+  if (!layout.ok()) return Fail(kPlanDetectCommand, layout.status());
   auto trace = options.darshan.empty() ? ReadTrace(options, *layout, layout_spec->root)
                                        : ReadDarshanTrace(options, *layout, layout_spec->root);
-  if (!trace.ok()) return Fail(kCommand, trace.status());
+  if (!trace.ok()) return Fail(kPlanDetectCommand, trace.status());
 
   InferenceOptions search;
   search.window = static_cast<uint32_t>(options.window);
@@ -401,7 +401,7 @@ void RegisterPlanDetect(CLI::App* plan) {
                    "readers, the evidence and the search's cost");
   detect->callback([options] {
     if (options->trace.empty() && options->darshan.empty()) {
-      SetExitCode(UsageError(kCommand, "--trace FILE or --darshan LOG... is needed"));
+      SetExitCode(UsageError(kPlanDetectCommand, "--trace FILE or --darshan LOG... is needed"));
       return;
     }
     SetExitCode(RunPlanDetect(*options));

@@ -28,9 +28,9 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr uint64_t kBlock = 4096;
-constexpr uint64_t kDefaultEpochs = 3;
-const char* const kCommand = "simulate";
+constexpr uint64_t kClusterBlock = 4096;
+constexpr uint64_t kClusterDefaultEpochs = 3;
+const char* const kSimulateClusterCommand = "simulate";
 
 // A non-negative decimal number ("12", "0.5"), nothing else.
 Result<double> ParseDecimal(const std::string& text, const std::string& flag) {
@@ -107,7 +107,7 @@ Result<Dataset> LoadDataset(const ClusterSimulateArgs& a, const PlanSpec& spec) 
     d.plan = std::move(*created);
   }
   for (uint64_t& s : d.sizes) {
-    s = (s + kBlock - 1) / kBlock * kBlock;
+    s = (s + kClusterBlock - 1) / kClusterBlock * kClusterBlock;
     d.bytes += s;
   }
   return d;
@@ -171,27 +171,33 @@ std::string RateText(double bytes_per_second, double unit, const char* what) {
 int RunSimulateCluster(const ClusterSimulateArgs& a) {
   if (!a.capacity.empty()) {
     return UsageError(
-        kCommand, "with --nodes the capacity is per node: give --node-capacity, not --capacity");
+        kSimulateClusterCommand,
+        "with --nodes the capacity is per node: give --node-capacity, not --capacity");
   }
-  if (a.heat) return UsageError(kCommand, "--heat goes with the single-node simulate (no --nodes)");
+  if (a.heat)
+    return UsageError(kSimulateClusterCommand,
+                      "--heat goes with the single-node simulate (no --nodes)");
   if (!a.policy.empty() && a.policy != "plan") {
-    return UsageError(kCommand,
+    return UsageError(kSimulateClusterCommand,
                       "with --nodes the eviction inside a node is the mount's plan "
                       "policy: --policy plan (got '" +
                           a.policy + "')");
   }
-  if (a.nodes == 0) return UsageError(kCommand, "--nodes must be at least 1");
+  if (a.nodes == 0) return UsageError(kSimulateClusterCommand, "--nodes must be at least 1");
   if (a.backing.empty() == (a.files == 0)) {
-    return UsageError(kCommand, "give either --backing DIR or --files N --sizes SPEC");
+    return UsageError(kSimulateClusterCommand,
+                      "give either --backing DIR or --files N --sizes SPEC");
   }
-  if (a.node_capacity.empty()) return UsageError(kCommand, "--nodes needs --node-capacity SIZE");
-  if (a.pfs_bandwidth.empty()) return UsageError(kCommand, "--nodes needs --pfs-bandwidth MB/s");
+  if (a.node_capacity.empty())
+    return UsageError(kSimulateClusterCommand, "--nodes needs --node-capacity SIZE");
+  if (a.pfs_bandwidth.empty())
+    return UsageError(kSimulateClusterCommand, "--nodes needs --pfs-bandwidth MB/s");
   std::vector<ClusterPlacement> placements;
   if (a.placement == "all") {
     placements = {ClusterPlacement::kNone, ClusterPlacement::kNoPfs, ClusterPlacement::kClairfs};
   } else {
     auto one = ParseClusterPlacement(a.placement);
-    if (!one.ok()) return Fail(kCommand, one.status());
+    if (!one.ok()) return Fail(kSimulateClusterCommand, one.status());
     placements = {*one};
   }
   ClusterModel model;
@@ -208,23 +214,23 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         RateFlag{&a.net_bandwidth, "--net-bandwidth", 1e6, &model.net_bandwidth},
         RateFlag{&a.nvme_bandwidth, "--nvme-bandwidth", 1e6, &model.nvme_bandwidth}}) {
     auto value = ParseRate(*r.text, r.flag, r.unit);
-    if (!value.ok()) return Fail(kCommand, value.status());
+    if (!value.ok()) return Fail(kSimulateClusterCommand, value.status());
     *r.into = *value;
   }
   auto latency = ParseDecimal(a.pfs_open_latency, "--pfs-open-latency");
-  if (!latency.ok()) return Fail(kCommand, latency.status());
+  if (!latency.ok()) return Fail(kSimulateClusterCommand, latency.status());
   model.pfs_open_latency = *latency / 1000.0;
   auto work = ParseDecimal(a.work_ms, "--work-ms");
-  if (!work.ok()) return Fail(kCommand, work.status());
+  if (!work.ok()) return Fail(kSimulateClusterCommand, work.status());
   model.work = *work / 1000.0;
   auto copy = ParseDecimal(a.copy_ms, "--copy-ms");
-  if (!copy.ok()) return Fail(kCommand, copy.status());
+  if (!copy.ok()) return Fail(kSimulateClusterCommand, copy.status());
   model.copy_time = *copy / 1000.0;
   auto cores = ParseRate(a.cores, "--cores", 1);
-  if (!cores.ok()) return Fail(kCommand, cores.status());
+  if (!cores.ok()) return Fail(kSimulateClusterCommand, cores.status());
   model.cores = *cores;
   auto reader_share = ParseDecimal(a.reader_share, "--reader-share");
-  if (!reader_share.ok()) return Fail(kCommand, reader_share.status());
+  if (!reader_share.ok()) return Fail(kSimulateClusterCommand, reader_share.status());
   model.reader_share = *reader_share;
   struct MsFlag {
     const std::string* text;
@@ -241,70 +247,76 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         MsFlag{&a.refusal_ms, "--refusal-ms", &model.refusal_time},
         MsFlag{&a.leave_to_reader_ms, "--leave-to-reader-ms", &model.leave_to_reader}}) {
     auto value = ParseDecimal(*f.text, f.flag);
-    if (!value.ok()) return Fail(kCommand, value.status());
+    if (!value.ok()) return Fail(kSimulateClusterCommand, value.status());
     *f.into = *value / 1000.0;
   }
   model.transfers_in_flight = a.transfers_in_flight;
   model.peer_window = a.peer_window;
   const bool setup_from_bench = a.setup_s == "bench";
   if (setup_from_bench && a.compare.empty()) {
-    return UsageError(kCommand, "--setup-s bench takes the setup phases of --compare's runs");
+    return UsageError(kSimulateClusterCommand,
+                      "--setup-s bench takes the setup phases of --compare's runs");
   }
   if (!setup_from_bench) {
     auto setup = ParseDecimal(a.setup_s, "--setup-s");
-    if (!setup.ok()) return Fail(kCommand, setup.status());
+    if (!setup.ok()) return Fail(kSimulateClusterCommand, setup.status());
     model.setup_time = *setup;
   }
   std::vector<nlohmann::json> benches;
   for (const std::string& path : a.compare) {
     auto bench = ReadBenchJson(path);
-    if (!bench.ok()) return Fail(kCommand, bench.status());
+    if (!bench.ok()) return Fail(kSimulateClusterCommand, bench.status());
     benches.push_back(std::move(*bench));
   }
   if (a.mount_s == "bench") {
     // The baseline's setup is its mounts alone, one after another (no agents to wait for).
-    if (benches.empty()) return UsageError(kCommand, "--mount-s bench needs --compare BENCH.json");
+    if (benches.empty())
+      return UsageError(kSimulateClusterCommand, "--mount-s bench needs --compare BENCH.json");
     auto mounts = BenchSetupSeconds(benches, ClusterPlacement::kNone);
-    if (!mounts.ok()) return Fail(kCommand, mounts.status());
+    if (!mounts.ok()) return Fail(kSimulateClusterCommand, mounts.status());
     model.mount_time = *mounts / model.nodes;
   } else {
     auto mount = ParseDecimal(a.mount_s, "--mount-s");
-    if (!mount.ok()) return Fail(kCommand, mount.status());
+    if (!mount.ok()) return Fail(kSimulateClusterCommand, mount.status());
     model.mount_time = *mount;
   }
 
   auto spec = ParsePlanSpec(a.plan);
-  if (!spec.ok()) return Fail(kCommand, spec.status());
+  if (!spec.ok()) return Fail(kSimulateClusterCommand, spec.status());
   uint64_t epochs = a.epochs;
-  if (epochs == 0) epochs = spec->end_epoch ? *spec->end_epoch - spec->start_epoch : kDefaultEpochs;
+  if (epochs == 0)
+    epochs = spec->end_epoch ? *spec->end_epoch - spec->start_epoch : kClusterDefaultEpochs;
   if (spec->end_epoch && spec->start_epoch + epochs > *spec->end_epoch) {
-    return UsageError(kCommand, "--epochs " + std::to_string(epochs) + " goes past the plan's " +
-                                    "epochs=" + std::to_string(*spec->end_epoch));
+    return UsageError(kSimulateClusterCommand, "--epochs " + std::to_string(epochs) +
+                                                   " goes past the plan's " +
+                                                   "epochs=" + std::to_string(*spec->end_epoch));
   }
   // The world is known from the spec; check the shape before any dataset is read.
   model.ranks_per_node = a.ranks_per_node;
   if (model.ranks_per_node == 0) {
     if (spec->world % a.nodes != 0) {
-      return UsageError(kCommand, "the plan's world is " + std::to_string(spec->world) +
-                                      ", not a multiple of --nodes " + std::to_string(a.nodes));
+      return UsageError(kSimulateClusterCommand,
+                        "the plan's world is " + std::to_string(spec->world) +
+                            ", not a multiple of --nodes " + std::to_string(a.nodes));
     }
     model.ranks_per_node = spec->world / a.nodes;
   }
   if (uint64_t{model.nodes} * model.ranks_per_node != spec->world) {
-    return UsageError(kCommand, "the plan's world is " + std::to_string(spec->world) +
-                                    ", not --nodes " + std::to_string(model.nodes) +
-                                    " x --ranks-per-node " + std::to_string(model.ranks_per_node) +
-                                    " = " +
-                                    std::to_string(uint64_t{model.nodes} * model.ranks_per_node));
+    return UsageError(kSimulateClusterCommand,
+                      "the plan's world is " + std::to_string(spec->world) + ", not --nodes " +
+                          std::to_string(model.nodes) + " x --ranks-per-node " +
+                          std::to_string(model.ranks_per_node) + " = " +
+                          std::to_string(uint64_t{model.nodes} * model.ranks_per_node));
   }
 
   auto dataset = LoadDataset(a, *spec);
-  if (!dataset.ok()) return Fail(kCommand, dataset.status());
+  if (!dataset.ok()) return Fail(kSimulateClusterCommand, dataset.status());
   auto capacity = ParseNodeCapacity(a.node_capacity, dataset->bytes);
-  if (!capacity.ok()) return Fail(kCommand, capacity.status());
+  if (!capacity.ok()) return Fail(kSimulateClusterCommand, capacity.status());
   model.node_capacity = *capacity;
-  if (Status s = CheckClusterModel(model); !s.ok()) return Fail(kCommand, s);
-  if (Status s = CheckClusterPlan(*dataset->plan, model); !s.ok()) return Fail(kCommand, s);
+  if (Status s = CheckClusterModel(model); !s.ok()) return Fail(kSimulateClusterCommand, s);
+  if (Status s = CheckClusterPlan(*dataset->plan, model); !s.ok())
+    return Fail(kSimulateClusterCommand, s);
 
   nlohmann::json out;
   out["plan"] = a.plan;
@@ -349,7 +361,7 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
     ClusterModel run_model = model;
     if (setup_from_bench) {
       auto setup = BenchSetupSeconds(benches, placement);
-      if (!setup.ok()) return Fail(kCommand, setup.status());
+      if (!setup.ok()) return Fail(kSimulateClusterCommand, setup.status());
       run_model.setup_time = *setup;
     }
     auto run = SimulateCluster(dataset->plan.get(), spec->start_epoch, epochs, dataset->sizes,
@@ -359,7 +371,7 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
                                               static_cast<uint64_t>(part * job_bytes));
                                });
     meter.Finish();
-    if (!run.ok()) return Fail(kCommand, run.status());
+    if (!run.ok()) return Fail(kSimulateClusterCommand, run.status());
     runs.push_back(std::move(*run));
   }
   nlohmann::json results = nlohmann::json::object();
@@ -388,7 +400,7 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   if (!benches.empty()) {
     auto rows = CompareWithBench(benches, runs, model.nodes, dataset->sizes.size(), dataset->bytes,
                                  kTolerance);
-    if (!rows.ok()) return Fail(kCommand, rows.status());
+    if (!rows.ok()) return Fail(kSimulateClusterCommand, rows.status());
     compare = std::move(*rows);
     nlohmann::json list = nlohmann::json::array();
     for (const CompareRow& r : compare) {

@@ -44,7 +44,7 @@ int CheckThresholdStaysFixed() {
 // process).
 TEST(DaemonAllocatorDeathTest, BuffersAboveTheThresholdStayMappingsAfterALargerOneIsFreed) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(_exit(CheckThresholdStaysFixed()), testing::ExitedWithCode(kMapped), "");
+  EXPECT_EXIT(_exit(CheckThresholdStaysFixed()), ::testing::ExitedWithCode(kMapped), "");
 }
 #endif
 

@@ -33,7 +33,7 @@ constexpr uint32_t kOpenDirectIo = 1u << 0;       // FOPEN_DIRECT_IO
 constexpr uint32_t kOpenKeepCache = 1u << 1;      // FOPEN_KEEP_CACHE
 constexpr uint32_t kOpenPassthrough = 1u << 7;    // FOPEN_PASSTHROUGH
 constexpr uint32_t kOpcodeOpen = 14;              // FUSE_OPEN
-constexpr uint32_t kOpcodeInit = 26;              // FUSE_INIT
+constexpr uint32_t kFuseInitOpcode = 26;          // FUSE_INIT
 
 // struct fuse_backing_map (7.40).
 struct BackingMap {
@@ -132,7 +132,7 @@ ssize_t KernelPassthrough::HookRead(int fd, void* buf, size_t len) {
     tl_request_unique = in->unique;
     tl_request_nodeid = in->nodeid;
     tl_request_opcode = in->opcode;
-    if (in->opcode == kOpcodeInit &&
+    if (in->opcode == kFuseInitOpcode &&
         n >= static_cast<ssize_t>(sizeof(struct fuse_in_header) + kInitInFlags2 + 4)) {
       const char* arg = static_cast<const char*>(buf) + sizeof(struct fuse_in_header);
       bool ext = (Load32(arg, kInitInFlags) & kInitExt) != 0;

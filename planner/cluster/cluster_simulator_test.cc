@@ -19,7 +19,7 @@ namespace clairfs {
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
-constexpr uint64_t kBlock = 4096;
+constexpr uint64_t kClusterBlock = 4096;
 
 std::unique_ptr<Plan> SamplerPlan(const std::string& text, uint64_t files) {
   auto spec = ParsePlanSpec(text);
@@ -64,7 +64,7 @@ ClusterRunResult Simulate(Plan* plan, uint64_t epochs, const std::vector<uint64_
 std::vector<uint64_t> ImageNetSizes(uint64_t files, uint64_t seed) {
   std::vector<uint64_t> sizes(files);
   for (uint64_t i = 0; i < files; ++i) {
-    sizes[i] = (ImageNetLikeSize(seed, i) + kBlock - 1) / kBlock * kBlock;
+    sizes[i] = (ImageNetLikeSize(seed, i) + kClusterBlock - 1) / kClusterBlock * kClusterBlock;
   }
   return sizes;
 }
@@ -531,7 +531,7 @@ TEST(ClusterSimulatorTest, PlacementInvariants) {
 
 TEST(ClusterSimulatorTest, BadInputGetsOneClearError) {
   auto plan = SamplerPlan("torch-distributed:seed=1,world=8", 100);
-  const std::vector<uint64_t> sizes(100, kBlock);
+  const std::vector<uint64_t> sizes(100, kClusterBlock);
   ClusterModel model;
   model.nodes = 0;
   model.ranks_per_node = 8;

@@ -15,7 +15,7 @@
 namespace clairfs {
 namespace {
 
-constexpr int kL = RandpermLandings::kLanes;
+constexpr int kLaneCount = RandpermLandings::kLanes;
 constexpr uint32_t kMinDivisor = uint32_t{1} << 16;
 constexpr uint32_t kMaxSamples = uint32_t{1} << 30;
 
@@ -30,16 +30,16 @@ typedef float Floats __attribute__((vector_size(kW * sizeof(float))));
 CLAIRFS_SIMD_CLONES void CountPicks(const uint32_t* draws, uint32_t prefix, uint32_t n,
                                     const float* inverse_two, const uint32_t* bitmap,
                                     uint32_t* counts_out) {
-  I32s counts[kL / kW] = {};
+  I32s counts[kLaneCount / kW] = {};
   for (uint32_t i = 0; i < prefix; ++i) {
     // Signed lanes for the compares (AVX2 compares signed words only): r lies in [-d, 2d),
     // inside int32 for d < 2^30. The product and difference wrap, so they are taken unsigned
     // (signed overflow is undefined) and land on r exactly.
     const I32s d = I32s{} + static_cast<int32_t>(n - i);
     const Floats inverse = Floats{} + inverse_two[i];
-    for (int h = 0; h < kL / kW; ++h) {
+    for (int h = 0; h < kLaneCount / kW; ++h) {
       U32s draw;
-      memcpy(&draw, draws + static_cast<size_t>(i) * kL + h * kW, sizeof draw);
+      memcpy(&draw, draws + static_cast<size_t>(i) * kLaneCount + h * kW, sizeof draw);
       const Floats half = __builtin_convertvector(reinterpret_cast<I32s>(draw >> 1), Floats);
       const I32s q = __builtin_convertvector(half * inverse, I32s);
       I32s r = reinterpret_cast<I32s>(draw - reinterpret_cast<U32s>(q) * reinterpret_cast<U32s>(d));

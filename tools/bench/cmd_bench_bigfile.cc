@@ -34,7 +34,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench bigfile";
+constexpr const char* kBenchBigfileCommand = "bench bigfile";
 constexpr size_t kBlock = 1 << 20;
 
 struct BigfileArgs {
@@ -230,7 +230,7 @@ Status Measure(const BigfileArgs& args, nlohmann::json* out) {
   return Status::Ok();
 }
 
-void PrintTable(const nlohmann::json& r) {
+void PrintBigfileTable(const nlohmann::json& r) {
   printf("bigfile: one staged file of %s, 1 MiB reads, read mode %s, median of %d\n",
          FormatBytes(r["size"]).c_str(), std::string(r["read_mode"]).c_str(),
          static_cast<int>(r["repeat"]));
@@ -270,7 +270,7 @@ void RegisterBenchBigfile(CLI::App& bench) {
     }
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintTable));
+    SetExitCode(ReportBench(kBenchBigfileCommand, measured, result, a.json, PrintBigfileTable));
   });
 }
 

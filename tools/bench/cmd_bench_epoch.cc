@@ -77,7 +77,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench epoch";
+constexpr const char* kBenchEpochCommand = "bench epoch";
 constexpr uint64_t kBlockBytes = 4096;
 
 struct EpochArgs {
@@ -644,13 +644,15 @@ void RegisterBenchEpoch(CLI::App& bench) {
     }
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    if (int rc = ReportBench(kCommand, measured, result, a.json, PrintEpochTable); rc != kExitOk) {
+    if (int rc = ReportBench(kBenchEpochCommand, measured, result, a.json, PrintEpochTable);
+        rc != kExitOk) {
       return SetExitCode(rc);
     }
     for (const auto& check : result.value("invariants", nlohmann::json::array())) {
       if (!check["ok"]) {
-        return SetExitCode(Fail(
-            kCommand, Status::Error(EPROTO, "invariant failed: " + std::string(check["check"]))));
+        return SetExitCode(
+            Fail(kBenchEpochCommand,
+                 Status::Error(EPROTO, "invariant failed: " + std::string(check["check"]))));
       }
     }
     SetExitCode(kExitOk);

@@ -46,7 +46,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench heat";
+constexpr const char* kBenchHeatCommand = "bench heat";
 const char* const kConfigs[] = {"none", "largest", "heat"};
 
 struct HeatBenchArgs {
@@ -275,7 +275,7 @@ Status Measure(const HeatBenchArgs& args, nlohmann::json* out) {
   return Status::Ok();
 }
 
-void PrintTable(const nlohmann::json& r) {
+void PrintHeatTable(const nlohmann::json& r) {
   printf(
       "heat: %llu x %s + %llu x %s files (%s) on pfs-emu (open %g ms, %g MB/s); capacity %s "
       "(%g%%); warm-up read small files %d times; one pass, %d readers, shuffled, median of %d\n",
@@ -355,7 +355,7 @@ void RegisterBenchHeat(CLI::App& bench) {
     }
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintTable));
+    SetExitCode(ReportBench(kBenchHeatCommand, measured, result, a.json, PrintHeatTable));
   });
 }
 

@@ -39,7 +39,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench infer";
+constexpr const char* kBenchInferCommand = "bench infer";
 constexpr uint64_t kFilesPerClass = 1000;
 
 struct InferArgs {
@@ -227,7 +227,7 @@ Status Measure(const InferArgs& args, nlohmann::json* out) {
   return Status::Ok();
 }
 
-void PrintTable(const nlohmann::json& r) {
+void PrintInferTable(const nlohmann::json& r) {
   printf("infer: %llu files, rank %u of world %u (seed %llu), one reader at %.0f files/s\n",
          static_cast<unsigned long long>(r["files"]), static_cast<unsigned>(r["rank"]),
          static_cast<unsigned>(r["world"]), static_cast<unsigned long long>(r["seed"]),
@@ -300,7 +300,7 @@ void RegisterBenchInfer(CLI::App& bench) {
     }
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintTable));
+    SetExitCode(ReportBench(kBenchInferCommand, measured, result, a.json, PrintInferTable));
   });
 }
 

@@ -20,7 +20,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench make-dataset";
+constexpr const char* kBenchMakeDatasetCommand = "bench make-dataset";
 constexpr uint64_t kDefaultClasses = 1000;  // ImageNet-1k
 
 struct MakeDatasetArgs {
@@ -74,9 +74,9 @@ Result<SyntheticSpec> BuildSpec(const MakeDatasetArgs& args) {
 
 int Run(const MakeDatasetArgs& args) {
   auto spec = BuildSpec(args);
-  if (!spec.ok()) return Fail(kCommand, spec.status());
+  if (!spec.ok()) return Fail(kBenchMakeDatasetCommand, spec.status());
   auto files = PlanSyntheticDataset(*spec);
-  if (!files.ok()) return Fail(kCommand, files.status());
+  if (!files.ok()) return Fail(kBenchMakeDatasetCommand, files.status());
   const uint64_t total_bytes = TotalSize(*files);
   const uint64_t median = MedianSize(*files);
 
@@ -89,7 +89,7 @@ int Run(const MakeDatasetArgs& args) {
   meter.Finish();
   if (!stats.ok()) {
     // A non-empty foreign directory is not a usage error but a refusal: exit 1.
-    fprintf(stderr, "clairfs %s: %s\n", kCommand, stats.status().message().c_str());
+    fprintf(stderr, "clairfs %s: %s\n", kBenchMakeDatasetCommand, stats.status().message().c_str());
     return kExitFailed;
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

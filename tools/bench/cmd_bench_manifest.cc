@@ -30,7 +30,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench manifest";
+constexpr const char* kBenchManifestCommand = "bench manifest";
 constexpr uint64_t kFilesPerDir = 1000;
 
 struct ManifestArgs {
@@ -76,7 +76,7 @@ Status ParallelFor(uint64_t n, int threads, const std::function<Status(uint64_t)
 }
 
 // Creates root/dDDDDD/fFFFFFFF for every entry (keeps what exists).
-Status MakeTree(const std::string& root, uint64_t entries) {
+Status MakeManifestTree(const std::string& root, uint64_t entries) {
   const uint64_t dirs = (entries + kFilesPerDir - 1) / kFilesPerDir;
   for (uint64_t d = 0; d < dirs; ++d) {
     std::string dir = root + "/" + EntryPath(d * kFilesPerDir).substr(0, 6);
@@ -141,7 +141,7 @@ Status Measure(const ManifestArgs& args, nlohmann::json* out) {
   std::filesystem::remove_all(cache, ec);  // a kept cache would turn the rescan into a reuse
 
   auto made = Clock::now();
-  CLAIRFS_RETURN_IF_ERROR(MakeTree(*backing, args.entries));
+  CLAIRFS_RETURN_IF_ERROR(MakeManifestTree(*backing, args.entries));
   double make_seconds = std::chrono::duration<double>(Clock::now() - made).count();
   // The backing directory once, so its inodes and dentries are in memory for both sides.
   auto warm = StatEntries(*backing, args.entries, args.threads);
@@ -193,7 +193,7 @@ Status Measure(const ManifestArgs& args, nlohmann::json* out) {
   return Status::Ok();
 }
 
-void PrintTable(const nlohmann::json& r) {
+void PrintManifestTable(const nlohmann::json& r) {
   printf("manifest: %llu empty files in %llu directories, stat with %d threads\n",
          static_cast<unsigned long long>(r["entries"]),
          static_cast<unsigned long long>(r["directories"]), static_cast<int>(r["threads"]));
@@ -238,7 +238,7 @@ void RegisterBenchManifest(CLI::App& bench) {
     if (a.quick && cmd->count("--entries") == 0) a.entries = 20000;
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintTable));
+    SetExitCode(ReportBench(kBenchManifestCommand, measured, result, a.json, PrintManifestTable));
   });
 }
 

@@ -79,8 +79,8 @@ extern char** environ;
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench peers";
-constexpr uint64_t kBlockBytes = 4096;
+constexpr const char* kBenchPeersCommand = "bench peers";
+constexpr uint64_t kPeersBlockBytes = 4096;
 
 struct PeersArgs {
   std::string dir;
@@ -106,13 +106,6 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
 }
 
 // utime + stime of a live process (its children not included), in seconds.
@@ -250,7 +243,7 @@ class AgentJob {
   double reaped_cpu_ = 0;
 };
 
-struct Inputs {
+struct PeersInputs {
   std::string dataset, pfs;
   std::vector<SyntheticFile> files;
   // orders[e][rank]: the files rank `rank` reads in epoch e, in order, as indices into `files`.
@@ -259,16 +252,16 @@ struct Inputs {
   uint64_t capacity = 0;
 };
 
-std::string SamplerSpec(const PeersArgs& a) {
+std::string PeersSamplerSpec(const PeersArgs& a) {
   return "torch-distributed:seed=" + std::to_string(a.seed) + ",world=" + std::to_string(a.nodes);
 }
 
-Status PlanOrders(const PeersArgs& a, Inputs* in) {
+Status PlanOrders(const PeersArgs& a, PeersInputs* in) {
   auto layout_spec = ParseLayoutSpec("imagefolder", "");
   if (!layout_spec.ok()) return layout_spec.status();
   auto layout = BuildLayout(PosixFileTreeInstance(), in->dataset, *layout_spec);
   if (!layout.ok()) return layout.status();
-  auto spec = ParsePlanSpec(SamplerSpec(a));
+  auto spec = ParsePlanSpec(PeersSamplerSpec(a));
   if (!spec.ok()) return spec.status();
   auto plan = Plan::Create(*spec, layout->size());
   if (!plan.ok()) return plan.status();
@@ -294,7 +287,7 @@ Status PlanOrders(const PeersArgs& a, Inputs* in) {
   return Status::Ok();
 }
 
-struct EpochRead {
+struct PeersEpochRead {
   double seconds = 0;
   uint64_t files = 0, bytes = 0, verified = 0, expected = 0;
   double cpu_seconds = 0;
@@ -303,8 +296,8 @@ struct EpochRead {
 };
 
 // Every node's reader for epoch `e`, all starting together; stops at the first wrong byte.
-Result<EpochRead> ReadEpoch(const PeersArgs& a, const Inputs& in, size_t e,
-                            const std::vector<std::string>& mounts) {
+Result<PeersEpochRead> ReadPeersEpoch(const PeersArgs& a, const PeersInputs& in, size_t e,
+                                      const std::vector<std::string>& mounts) {
   const size_t nodes = mounts.size();
   std::vector<std::atomic<size_t>> next(nodes);
   std::atomic<bool> failed{false};
@@ -352,7 +345,7 @@ Result<EpochRead> ReadEpoch(const PeersArgs& a, const Inputs& in, size_t e,
   start_line = Clock::now();
   ready.arrive_and_wait();
   for (auto& th : pool) th.join();
-  EpochRead r;
+  PeersEpochRead r;
   r.seconds = Since(start_line);
   for (const auto& st : errors) {
     if (!st.ok()) return st;
@@ -395,7 +388,7 @@ struct ModeRun {
   AgentJob* job = nullptr;
 };
 
-Result<Snapshot> Take(const Inputs& in, ModeRun* run) {
+Result<Snapshot> Take(const PeersInputs& in, ModeRun* run) {
   Snapshot s;
   auto pfs = ReadEmulatorCounters(in.pfs);
   if (!pfs.ok()) return pfs.status();
@@ -445,7 +438,8 @@ uint64_t Delta(const Snapshot& to, const Snapshot* from, size_t node, const char
 // One row: the change between two snapshots (`from` null: since the mounts were made, whose
 // counters start at zero; `pfs_from` is the emulator's counters before them).
 nlohmann::json Phase(const std::string& name, double seconds, const Snapshot& to,
-                     const Snapshot* from, const PfsEmuCounters& pfs_from, const EpochRead& read) {
+                     const Snapshot* from, const PfsEmuCounters& pfs_from,
+                     const PeersEpochRead& read) {
   uint64_t local = 0, peers = 0, backing = 0, hits = 0, misses = 0;
   for (size_t i = 0; i < to.status.size(); ++i) {
     const uint64_t cache = Delta(to, from, i, "bytes_from_cache");
@@ -540,7 +534,7 @@ Status WaitAttached(const std::vector<std::string>& mounts, AgentJob* job, int t
 }
 
 // The 4-node job once, with or without agents.
-Result<nlohmann::json> RunMode(const PeersArgs& a, const Inputs& in, const BenchWorkDir& work,
+Result<nlohmann::json> RunMode(const PeersArgs& a, const PeersInputs& in, const BenchWorkDir& work,
                                const std::string& self, bool peers) {
   const std::string mode = peers ? "peers" : "baseline";
   {
@@ -575,7 +569,7 @@ Result<nlohmann::json> RunMode(const PeersArgs& a, const Inputs& in, const Bench
                                       "--capacity",
                                       std::to_string(in.capacity),
                                       "--plan",
-                                      SamplerSpec(a) + ",ranks=" + std::to_string(i) + "-" +
+                                      PeersSamplerSpec(a) + ",ranks=" + std::to_string(i) + "-" +
                                           std::to_string(i) + ",epochs=" + std::to_string(a.epochs),
                                       "--layout",
                                       "imagefolder"};
@@ -600,10 +594,11 @@ Result<nlohmann::json> RunMode(const PeersArgs& a, const Inputs& in, const Bench
   auto prev = Take(in, &run);
   if (!prev.ok()) return prev.status();
   nlohmann::json phases = nlohmann::json::array();
-  phases.push_back(Phase("setup", Since(setup_start), *prev, nullptr, *pfs_before, EpochRead{}));
+  phases.push_back(
+      Phase("setup", Since(setup_start), *prev, nullptr, *pfs_before, PeersEpochRead{}));
   std::vector<double> steady;
   for (size_t e = 0; e < static_cast<size_t>(a.epochs); ++e) {
-    auto read = ReadEpoch(a, in, e, run.mounts);
+    auto read = ReadPeersEpoch(a, in, e, run.mounts);
     if (!read.ok()) return read.status().WithContext("epoch " + std::to_string(e + 1));
     auto now = Take(in, &run);
     if (!now.ok()) return now.status();
@@ -620,7 +615,7 @@ Result<nlohmann::json> RunMode(const PeersArgs& a, const Inputs& in, const Bench
   for (const auto& m : run.mounts) CLAIRFS_RETURN_IF_ERROR(WaitStagingIdle(m));
   auto last = Take(in, &run);
   if (!last.ok()) return last.status();
-  phases.push_back(Phase("end", Since(end_start), *last, &*prev, prev->pfs, EpochRead{}));
+  phases.push_back(Phase("end", Since(end_start), *last, &*prev, prev->pfs, PeersEpochRead{}));
   nlohmann::json final_peers = nlohmann::json::array();
   for (const auto& s : last->status) final_peers.push_back(s["peers"]);
   const std::string agents_log = peers ? agents.LogTail(4000) : std::string();
@@ -656,7 +651,7 @@ Status Measure(const PeersArgs& a, nlohmann::json* out) {
   if (!self.ok()) return self.status();
   BenchWorkDir work;
   CLAIRFS_RETURN_IF_ERROR(work.Init(a.dir, "peers", a.keep));
-  Inputs in;
+  PeersInputs in;
   if (a.dataset.empty()) {
     auto d = work.Subdir("dataset");
     if (!d.ok()) return d.status();
@@ -679,7 +674,7 @@ Status Measure(const PeersArgs& a, nlohmann::json* out) {
   uint64_t blocks = 0;
   for (const auto& f : in.files) {
     in.dataset_bytes += f.size;
-    blocks += (f.size + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
+    blocks += (f.size + kPeersBlockBytes - 1) / kPeersBlockBytes * kPeersBlockBytes;
   }
   in.capacity = blocks * static_cast<uint64_t>(a.cache_percent) / 100;
   CLAIRFS_RETURN_IF_ERROR(PlanOrders(a, &in));
@@ -791,7 +786,7 @@ void RegisterBenchPeers(CLI::App& bench) {
     }
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintPeersTable));
+    SetExitCode(ReportBench(kBenchPeersCommand, measured, result, a.json, PrintPeersTable));
   });
 }
 

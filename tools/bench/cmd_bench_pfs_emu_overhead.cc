@@ -32,7 +32,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench pfs-emu-overhead";
+constexpr const char* kBenchPfsEmuOverheadCommand = "bench pfs-emu-overhead";
 
 struct OverheadArgs {
   std::string dir;  // work directory; a fresh one under $TMPDIR if empty
@@ -163,7 +163,7 @@ Status Measure(const OverheadArgs& args, nlohmann::json* out) {
   return Status::Ok();
 }
 
-void PrintTable(const nlohmann::json& r) {
+void PrintPfsEmuOverheadTable(const nlohmann::json& r) {
   auto row = [&](const char* name, const char* prefix) {
     std::string p(prefix);
     double direct = r[p + "_direct_seconds"], emulated = r[p + "_emulated_seconds"];
@@ -217,12 +217,12 @@ void RegisterBenchPfsEmuOverhead(CLI::App& bench) {
     nlohmann::json result;
     Status status = Measure(*args, &result);
     if (!status.ok()) {
-      return SetExitCode(Fail(kCommand, status));
+      return SetExitCode(Fail(kBenchPfsEmuOverheadCommand, status));
     }
     if (args->json) {
       printf("%s\n", result.dump().c_str());
     } else {
-      PrintTable(result);
+      PrintPfsEmuOverheadTable(result);
     }
     SetExitCode(kExitOk);
   });

@@ -38,7 +38,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench smallfile";
+constexpr const char* kBenchSmallfileCommand = "bench smallfile";
 
 struct SmallfileArgs {
   std::string dir;
@@ -251,7 +251,7 @@ Status Measure(const SmallfileArgs& args, nlohmann::json* out) {
   return Status::Ok();
 }
 
-void PrintTable(const nlohmann::json& r) {
+void PrintSmallfileTable(const nlohmann::json& r) {
   printf("smallfile: %llu staged files of %s, open+read+close, page caches warm, median of %d\n",
          static_cast<unsigned long long>(r["files"]), FormatBytes(r["file_size"]).c_str(),
          static_cast<int>(r["repeat"]));
@@ -314,7 +314,7 @@ void RegisterBenchSmallfile(CLI::App& bench) {
     }
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    SetExitCode(ReportBench(kCommand, measured, result, a.json, PrintTable));
+    SetExitCode(ReportBench(kBenchSmallfileCommand, measured, result, a.json, PrintSmallfileTable));
   });
 }
 

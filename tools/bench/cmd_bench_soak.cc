@@ -46,8 +46,8 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench soak";
-constexpr uint64_t kFilesPerClass = 100;
+constexpr const char* kBenchSoakCommand = "bench soak";
+constexpr uint64_t kSoakFilesPerClass = 100;
 constexpr double kMiB = 1024.0 * 1024.0;
 
 struct SoakArgs {
@@ -166,7 +166,7 @@ Status Measure(const SoakArgs& args, nlohmann::json* out) {
     if (!data.ok()) return data.status();
     SyntheticSpec spec;
     spec.files = args.files;
-    spec.classes = std::max<uint64_t>(1, args.files / kFilesPerClass);
+    spec.classes = std::max<uint64_t>(1, args.files / kSoakFilesPerClass);
     spec.sizes = *sizes;
     spec.seed = args.seed;
     auto planned = PlanSyntheticDataset(spec);
@@ -266,7 +266,7 @@ std::string MiB(const nlohmann::json& bytes) {
   return text;
 }
 
-void PrintTable(const nlohmann::json& r) {
+void PrintSoakTable(const nlohmann::json& r) {
   const nlohmann::json& s = r["summary"];
   printf("soak: %llu opens of %llu files (%s) by %d readers in %.0f s (%.0f opens/s)%s\n",
          static_cast<unsigned long long>(r["opens"]), static_cast<unsigned long long>(r["files"]),
@@ -397,14 +397,15 @@ void RegisterBenchSoak(CLI::App& bench) {
     }
     nlohmann::json result;
     const Status measured = Measure(a, &result);
-    if (int rc = ReportBench(kCommand, measured, result, a.json, PrintTable); rc != kExitOk) {
+    if (int rc = ReportBench(kBenchSoakCommand, measured, result, a.json, PrintSoakTable);
+        rc != kExitOk) {
       return SetExitCode(rc);
     }
     const uint64_t wrong = result["wrong_bytes"], failed = result["failed_opens"],
                    churn_failed = result["churn_failed"];
     if (wrong > 0 || failed > 0 || churn_failed > 0) {
       return SetExitCode(
-          Fail(kCommand,
+          Fail(kBenchSoakCommand,
                Status::Error(EILSEQ, std::to_string(wrong) + " wrong bytes, " +
                                          std::to_string(failed) + " failed opens, " +
                                          std::to_string(churn_failed) + " failed admin requests")));

@@ -54,7 +54,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench stage";
+constexpr const char* kBenchStageCommand = "bench stage";
 // Row names of the two command runs (keys of "median_seconds").
 constexpr const char* kOfflineRow = "clairfs stage --offline";
 constexpr const char* kMountedRow = "clairfs stage --wait";
@@ -417,7 +417,7 @@ Status Measure(const StageBenchArgs& args, const std::string& work, nlohmann::js
   return Status::Ok();
 }
 
-void PrintTable(const nlohmann::json& r) {
+void PrintStageTable(const nlohmann::json& r) {
   const auto& s = r["small"];
   uint64_t files = s["files"], bytes = s["bytes"];
   printf(
@@ -507,12 +507,12 @@ void RegisterBenchStage(CLI::App& bench) {
       if (status.ok()) status = Measure(a, work.path(), &result);
     }
     if (!status.ok()) {
-      return SetExitCode(Fail(kCommand, status));
+      return SetExitCode(Fail(kBenchStageCommand, status));
     }
     if (a.json) {
       printf("%s\n", result.dump().c_str());
     } else {
-      PrintTable(result);
+      PrintStageTable(result);
     }
     SetExitCode(kExitOk);
   });

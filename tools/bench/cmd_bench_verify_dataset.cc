@@ -24,7 +24,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "bench verify-dataset";
+constexpr const char* kBenchVerifyDatasetCommand = "bench verify-dataset";
 
 struct VerifyArgs {
   std::string dir;
@@ -58,9 +58,10 @@ Result<std::vector<SyntheticFile>> ListFiles(const std::string& dir) {
 
 int Run(const VerifyArgs& args) {
   auto files = ListFiles(args.dir);
-  if (!files.ok()) return Fail(kCommand, files.status());
+  if (!files.ok()) return Fail(kBenchVerifyDatasetCommand, files.status());
   if (files->empty()) {
-    fprintf(stderr, "clairfs %s: no files under '%s'\n", kCommand, args.dir.c_str());
+    fprintf(stderr, "clairfs %s: no files under '%s'\n", kBenchVerifyDatasetCommand,
+            args.dir.c_str());
     return kExitFailed;
   }
   ProgressMeter meter("verify-dataset", files->size(), TotalSize(*files),

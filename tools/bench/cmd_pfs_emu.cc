@@ -15,7 +15,7 @@
 namespace clairfs::cli {
 namespace {
 
-constexpr const char* kCommand = "pfs-emu";
+constexpr const char* kPfsEmuCommand = "pfs-emu";
 
 struct PfsEmuArgs {
   std::string backing;
@@ -71,7 +71,7 @@ Result<PfsEmuOptions> BuildOptions(const PfsEmuArgs& args) {
 void RegisterPfsEmu(CLI::App& app) {
   auto args = std::make_shared<PfsEmuArgs>();
   CLI::App* cmd = AddCommand(
-      &app, kCommand,
+      &app, kPfsEmuCommand,
       "Mount BACKING read-only at MOUNTPOINT as an emulated busy parallel-filesystem client: "
       "per-operation latency (overlapping across requests), bandwidth caps and injected errors, "
       "with no kernel caching. A benchmark instrument, not part of clairfs. Files opened and bytes "
@@ -108,7 +108,7 @@ void RegisterPfsEmu(CLI::App& app) {
   cmd->add_flag("--foreground", args->foreground, "Serve in this process until unmounted");
   cmd->callback([args]() {
     auto options = BuildOptions(*args);
-    if (!options.ok()) return SetExitCode(Fail(kCommand, options.status()));
+    if (!options.ok()) return SetExitCode(Fail(kPfsEmuCommand, options.status()));
     SetExitCode(RunPfsEmulator(*options));
   });
 }

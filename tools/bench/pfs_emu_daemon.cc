@@ -24,7 +24,7 @@
 namespace clairfs {
 namespace {
 
-constexpr char kCommand[] = "clairfs pfs-emu";
+constexpr char kPfsEmuDaemonCommand[] = "clairfs pfs-emu";
 constexpr char kOkLine[] = "pfs-emu-status: ok\n";
 constexpr char kErrorPrefix[] = "pfs-emu-status: error: ";
 constexpr long kFuseSuperMagic = 0x65735546;
@@ -112,7 +112,7 @@ int Serve(const PfsEmuOptions& options, int ready_fd) {
     if (ready_fd >= 0) {
       WriteAll(ready_fd, kErrorPrefix + message + "\n");
     } else {
-      fprintf(stderr, "%s: %s\n", kCommand, message.c_str());
+      fprintf(stderr, "%s: %s\n", kPfsEmuDaemonCommand, message.c_str());
     }
     return 1;
   };
@@ -186,7 +186,7 @@ int Serve(const PfsEmuOptions& options, int ready_fd) {
 int RunPfsEmulator(const PfsEmuOptions& requested) {
   PfsEmuOptions options = requested;
   auto fail = [](const Status& status) {
-    fprintf(stderr, "%s: %s\n", kCommand, status.message().c_str());
+    fprintf(stderr, "%s: %s\n", kPfsEmuDaemonCommand, status.message().c_str());
     return 1;
   };
   Status backing_ok = CheckBacking(options.backing);
@@ -251,7 +251,7 @@ int RunPfsEmulator(const PfsEmuOptions& requested) {
   }
   if (verdict.empty()) verdict = "the daemon exited before the mount was ready";
   if (!details.empty()) verdict += " (" + details + ")";
-  fprintf(stderr, "%s: %s\n", kCommand, verdict.c_str());
+  fprintf(stderr, "%s: %s\n", kPfsEmuDaemonCommand, verdict.c_str());
   return 1;
 }
 

@@ -9,7 +9,7 @@
 namespace clairfs {
 namespace {
 
-constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kMsNs = 1'000'000;
 
 TEST(TokenBucket, UnlimitedAnswersAtOnce) {
   TokenBucket bucket(0);
@@ -18,26 +18,26 @@ TEST(TokenBucket, UnlimitedAnswersAtOnce) {
 
 TEST(TokenBucket, AQuietBucketLetsABurstThrough) {
   TokenBucket bucket(100'000'000);  // 100 MB/s: 10 ms = 1 MB of burst
-  EXPECT_EQ(bucket.Reserve(500'000, 1000 * kMs), 1000 * kMs);
+  EXPECT_EQ(bucket.Reserve(500'000, 1000 * kMsNs), 1000 * kMsNs);
 }
 
 TEST(TokenBucket, BackToBackTransfersAverageToTheRate) {
   TokenBucket bucket(20'000'000);  // 20 MB/s
-  const uint64_t start = 5000 * kMs;
+  const uint64_t start = 5000 * kMsNs;
   uint64_t due = 0;
   // 20 MB in 1 MiB-ish requests all submitted at the same instant.
   for (int i = 0; i < 20; ++i) due = bucket.Reserve(1'000'000, start);
   // 20 MB at 20 MB/s = 1 s, minus the 10 ms burst allowance.
-  EXPECT_EQ(due - start, 1000 * kMs - TokenBucket::kBurstNanos);
+  EXPECT_EQ(due - start, 1000 * kMsNs - TokenBucket::kBurstNanos);
 }
 
 TEST(TokenBucket, IdleTimeIsNotBanked) {
   TokenBucket bucket(10'000'000);  // 10 MB/s
   bucket.Reserve(1'000'000, 0);    // busy until 100 ms
   // After a long pause the bucket is full again but holds no more than the burst.
-  uint64_t at = 10'000 * kMs;
+  uint64_t at = 10'000 * kMsNs;
   EXPECT_EQ(bucket.Reserve(100'000, at), at);  // 10 ms of transfer: within the burst
-  EXPECT_EQ(bucket.Reserve(1'000'000, at), at + 100 * kMs);
+  EXPECT_EQ(bucket.Reserve(1'000'000, at), at + 100 * kMsNs);
 }
 
 TEST(TokenBucket, NeverBeforeTheRequestedTime) {
@@ -56,7 +56,7 @@ TEST(TokenBucket, ConcurrentReservationsAddUp) {
   }
   for (auto& t : threads) t.join();
   // 8 MB booked at 1 MB/s: the next byte is due at 8 s (less the burst).
-  EXPECT_EQ(bucket.Reserve(0, 0), 8000 * kMs - TokenBucket::kBurstNanos);
+  EXPECT_EQ(bucket.Reserve(0, 0), 8000 * kMsNs - TokenBucket::kBurstNanos);
 }
 
 }  // namespace
