@@ -141,6 +141,12 @@ class StagingQueue {
   // Bytes of the capacity held for copies that must stay (a peer job's home files): the room a
   // prefetcher may fill with copies from elsewhere is the capacity less these.
   virtual uint64_t held_bytes() { return 0; }
+  // Whether this mount expects a peer agent (it has a peer key) and whether one is attached now:
+  // until a distributed job's agents attach, a prefetcher leaves the files past the plan's first
+  // epoch (other nodes' first-epoch shards, which peers will bring) to them (docs/PEERS.md,
+  // "Before the agents attach").
+  virtual bool ExpectsPeerAgent() { return false; }
+  virtual bool PeerAgentAttached() { return false; }
 };
 
 class Stager final : public StagingQueue {

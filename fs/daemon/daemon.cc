@@ -401,6 +401,7 @@ Status StartDaemon(Daemon* d) {
   // The prefetcher stages through the peer queue: its requests reach the stager directly
   // until an agent attaches (fs/peer/peer_queue.h).
   d->peer_queue = std::make_unique<PeerStagingQueue>(d->stager.get());
+  if (d->peer_key != nullptr) d->peer_queue->ExpectAgents();
   plan_deps.stager = d->peer_queue.get();
   plan_deps.manifest = d->manifest.get();
   plan_deps.policy = d->plan_policy;

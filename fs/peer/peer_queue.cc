@@ -62,6 +62,11 @@ uint64_t PeerStagingQueue::held_bytes() {
   return attached_ ? held_bytes_ : 0;
 }
 
+bool PeerStagingQueue::PeerAgentAttached() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return attached_;
+}
+
 bool PeerStagingQueue::CopiesFromBackingStore(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   return !attached_ || own_files_.count(path) != 0 || to_stager_.count(path) != 0;

@@ -19,6 +19,7 @@
 // Thread-safety: every method is thread-safe (one mutex, never held while calling the stager).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -67,6 +68,10 @@ class PeerStagingQueue final : public StagingQueue {
   StagerStats stats() override;
   // False for a file that would be a want now (another node's file while an agent is attached).
   bool CopiesFromBackingStore(const std::string& path) override;
+  bool ExpectsPeerAgent() override { return expects_agent_.load(); }
+  bool PeerAgentAttached() override;
+  // The daemon calls this when the mount has a peer key (agents can attach).
+  void ExpectAgents() { expects_agent_.store(true); }
   StagerStats backing_stats() override { return inner_->stats(); }
   uint64_t held_bytes() override;
 
@@ -107,6 +112,7 @@ class PeerStagingQueue final : public StagingQueue {
   void ToStager(const std::vector<std::pair<std::string, Want>>& wants);
 
   StagingQueue* inner_;
+  std::atomic<bool> expects_agent_{false};
   std::mutex mu_;  // guards everything below
   bool attached_ = false;
   std::chrono::milliseconds deadline_{1000};

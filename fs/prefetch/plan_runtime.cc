@@ -219,6 +219,7 @@ nlohmann::json PlanRuntime::StatusJson() {
   j["memory_bytes"] = t->MemoryBytes();
   j["eviction"] = deps_.policy != nullptr ? "plan" : "lru";
   j["left_to_reader"] = left_to_reader_.load();
+  j["awaiting_peer_agents"] = awaiting_peer_agents_.load();
   j["prefetch_passes"] = passes_.load();
   return j;
 }
@@ -362,6 +363,7 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     prefetched_ = 0;
     sample_ = LeadSample{};
     identities_owner_ = tracker;
+    peer_agent_seen_ = false;
     seen_.assign(tracker->num_files(), 0);
     acted = true;
   }
@@ -383,6 +385,17 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   const ContentStoreStats store = deps_.store->stats();
   const uint64_t occupied = store.used_bytes + store.reserved_bytes;
   const uint64_t free = budget > occupied ? budget - occupied : 0;
+  // Before a distributed job's peer agents attach, the files past the plan's first epoch are left
+  // to them: in the first epoch each node reads its own shard from the backing store, and the
+  // next epoch's files are the other nodes' shards, which a peer brings once the agents are
+  // there; staged now, each would be read from the backing store a second time. A job that starts
+  // no agent gets them staged when its readers enter the second epoch (one window late).
+  uint64_t stage_before = kNoPlannedUse;
+  if (!peer_agent_seen_ && deps_.stager->ExpectsPeerAgent()) {
+    peer_agent_seen_ = deps_.stager->PeerAgentAttached();
+    if (!peer_agent_seen_) stage_before = tracker->FirstEpochEndOfPartialWorld();
+  }
+  awaiting_peer_agents_.store(stage_before != kNoPlannedUse);
   std::vector<PlannedFile> upcoming = tracker->Upcoming(deps_.max_lookahead);
   if (!upcoming.empty()) {
     UpdateLead(upcoming.front().time);
@@ -407,6 +420,7 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   uint64_t peer_sum = 0;  // admitted bytes of files a peer brings
   seen_list_.clear();
   for (const PlannedFile& planned : upcoming) {
+    if (planned.time >= stage_before) break;  // upcoming is in time order
     // A file planned twice in the window (two epochs) counts once: its first use.
     if (planned.file >= seen_.size() || seen_[planned.file] != 0) continue;
     seen_[planned.file] = 1;

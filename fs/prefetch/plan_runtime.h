@@ -164,6 +164,10 @@ class PlanRuntime final : public OpenObserver {
   // Positions past the slowest cursor that are left to the reader (read by StatusJson).
   std::atomic<uint64_t> left_to_reader_{0};
   PlanTracker* identities_owner_ = nullptr;
+  // A peer agent has attached since this plan was set (the first-epoch rule is over).
+  bool peer_agent_seen_ = false;
+  // The first-epoch rule holds the prefetcher back now (read by StatusJson).
+  std::atomic<bool> awaiting_peer_agents_{false};
   std::atomic<uint64_t> passes_{0};
   std::vector<uint8_t> seen_;  // by file: already looked at in this pass (all 0 between passes)
   std::vector<uint32_t> seen_list_;  // the files marked in seen_ by this pass

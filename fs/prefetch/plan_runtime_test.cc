@@ -71,10 +71,20 @@ class FakeQueue : public StagingQueue {
     std::lock_guard<std::mutex> lock(mu);
     return held;
   }
+  bool ExpectsPeerAgent() override {
+    std::lock_guard<std::mutex> lock(mu);
+    return expects_agent;
+  }
+  bool PeerAgentAttached() override {
+    std::lock_guard<std::mutex> lock(mu);
+    return agent_attached;
+  }
 
   std::mutex mu;
   std::set<std::string> remote;
   uint64_t held = 0;
+  bool expects_agent = false;
+  bool agent_attached = false;
   std::set<std::string> queued;  // requested and neither completed nor withdrawn
   std::vector<std::pair<std::string, StagePriority>> requests;
   std::vector<std::string> cancelled;
@@ -445,6 +455,58 @@ TEST_F(PlanRuntimeTest, FilesAPeerBringsFillTheRoomTheHoldsLeaveBeyondTheDepth) 
   EXPECT_EQ(
       std::vector<std::string>(requested.begin() + static_cast<long>(before), requested.end()),
       std::vector<std::string>(order_.begin() + 32, order_.begin() + 40));
+}
+
+// A distributed job on a mount that expects a peer agent: until the agent attaches, only the
+// node's first-epoch shard is staged (the next epoch's files are other nodes' shards, which a peer
+// brings); once an agent has attached the window crosses into the next epoch, and stays free
+// after the agent leaves.
+TEST_F(PlanRuntimeTest, BeforeAPeerAgentAttachesOnlyTheFirstEpochIsStaged) {
+  // Rank 0 of 2 reads 16 of the 32 files per epoch; room for all 32.
+  MakeDatasetAndStart(std::vector<uint64_t>(32, kBlock),
+                      "torch-distributed:seed=13,world=2,ranks=0-0", 32 * kBlock);
+  const std::vector<std::string> first_epoch(order_.begin(), order_.begin() + 16);
+  queue_.expects_agent = true;
+  runtime_->RunPass();
+  EXPECT_EQ(Requested(), first_epoch);
+  EXPECT_TRUE(runtime_->StatusJson()["awaiting_peer_agents"].get<bool>());
+  runtime_->RunPass();
+  EXPECT_EQ(Requested(), first_epoch);
+
+  queue_.agent_attached = true;
+  runtime_->RunPass();
+  EXPECT_GT(Requested().size(), first_epoch.size());
+  EXPECT_FALSE(runtime_->StatusJson()["awaiting_peer_agents"].get<bool>());
+  for (const std::string& path : Requested()) ASSERT_TRUE(Complete(path).ok());
+  queue_.agent_attached = false;  // the agent left: the plan goes on without the rule
+  runtime_->RunPass();
+  EXPECT_FALSE(runtime_->StatusJson()["awaiting_peer_agents"].get<bool>());
+}
+
+// No agent ever comes: the next epoch is staged once the reader is in it. A plan that serves its
+// whole world (no other node) and a mount without a peer key are never held back.
+TEST_F(PlanRuntimeTest, WithoutAPeerAgentTheNextEpochIsStagedWhenTheReaderEntersIt) {
+  MakeDatasetAndStart(std::vector<uint64_t>(32, kBlock),
+                      "torch-distributed:seed=14,world=2,ranks=1-1", 32 * kBlock);
+  queue_.expects_agent = true;
+  runtime_->RunPass();
+  ASSERT_EQ(Requested(), std::vector<std::string>(order_.begin(), order_.begin() + 16));
+  for (const std::string& path : Requested()) ASSERT_TRUE(Complete(path).ok());
+  for (size_t i = 0; i < 16; ++i) ReaderOpens(order_[i]);
+  runtime_->RunPass();
+  EXPECT_FALSE(runtime_->StatusJson()["awaiting_peer_agents"].get<bool>());
+  std::set<std::string> requested;
+  for (const std::string& path : Requested()) requested.insert(path);
+  for (size_t i = 16; i < order_.size(); ++i) EXPECT_EQ(requested.count(order_[i]), 1u) << i;
+}
+
+TEST_F(PlanRuntimeTest, APlanOfTheWholeWorldIsNotHeldBackForPeerAgents) {
+  MakeDatasetAndStart(std::vector<uint64_t>(16, kBlock), "torch-distributed:seed=15,world=2",
+                      64 * kBlock);
+  queue_.expects_agent = true;
+  runtime_->RunPass();
+  EXPECT_FALSE(runtime_->StatusJson()["awaiting_peer_agents"].get<bool>());
+  EXPECT_EQ(Requested().size(), order_.size());  // every file, once
 }
 
 TEST_F(PlanRuntimeTest, AMismatchedReaderGetsThePlanDroppedAndItsRequestsWithdrawn) {

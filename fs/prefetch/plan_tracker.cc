@@ -228,6 +228,16 @@ uint64_t PlanTracker::dataset_opens() {
   return dataset_opens_;
 }
 
+uint64_t PlanTracker::FirstEpochEndOfPartialWorld() {
+  const PlanSpec& spec = config_.spec;
+  if (spec.first_rank == 0 && spec.last_rank + 1 >= spec.world) return kNoPlannedUse;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (schedule_->current().epoch != spec.start_epoch || schedule_->next() == nullptr) {
+    return kNoPlannedUse;
+  }
+  return schedule_->TimeOf(/*next=*/true, 0);
+}
+
 void PlanTracker::Drop(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   DropLocked(reason);

@@ -112,6 +112,9 @@ class PlanTracker final : public PlanOracle {
   bool Finished();
   // Opens of the plan's files so far (each moves a cursor).
   uint64_t dataset_opens();
+  // For a plan that serves part of its world (other nodes read the rest), while its first epoch
+  // is the current one: the time at which the next epoch begins. Otherwise kNoPlannedUse.
+  uint64_t FirstEpochEndOfPartialWorld();
   // The opens among the last mismatch window's that matched no rank, oldest first, with their
   // opening threads: after a drop, where what the reader does now began (plan auto starts its
   // next search there).
