@@ -196,7 +196,11 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
       model_.peer_window && placement_ == ClusterPlacement::kClairfs && !in_setup_;
   const bool refusals = model_.refusal_time > 0 && model_.transfer_time > 0 &&
                         placement_ == ClusterPlacement::kClairfs;
-  const uint64_t horizon = HorizonEnd();
+  // Before the agents attach (the setup), a live mount of part of a peer job's world stages only
+  // the plan's first epoch: the next one's files are other nodes' shards (docs/PEERS.md).
+  const bool first_epoch_only =
+      in_setup_ && placement_ == ClusterPlacement::kClairfs && model_.nodes > 1;
+  const uint64_t horizon = first_epoch_only ? current_->end() : HorizonEnd();
   for (; s.ahead < horizon; ++s.ahead) {
     const uint64_t next = FileAt(node, s.ahead);
     if (next == kNeverRead) continue;

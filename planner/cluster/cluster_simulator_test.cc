@@ -169,6 +169,24 @@ TEST(ClusterSimulatorTest, ASetupPhaseStagesBeforeTheFirstRead) {
   EXPECT_EQ(staggered.setup.pfs_bytes, kMiB);
 }
 
+// Before the agents attach (the setup), clairfs's mounts stage only the plan's first epoch, as the
+// live prefetcher does on a mount with a peer key (docs/PEERS.md, "Before the agents attach"):
+// 20 MiB of setup credit per node and room for the whole dataset, yet each node stages its 5
+// files of epoch 0; alone (`none`) a node runs on into epoch 1's files.
+TEST(ClusterSimulatorTest, UnderClairfsTheSetupStagesOnlyTheFirstEpoch) {
+  auto plan = SamplerPlan("torch-distributed:seed=3,world=2", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model = TwoNodesOneRankEach(10 * kMiB);
+  model.pfs_bandwidth = 2.0 * kMiB;
+  model.setup_time = 20;
+  ClusterRunResult peers = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  EXPECT_EQ(peers.setup.staged_files, 10u);
+  EXPECT_EQ(peers.setup.pfs_bytes, 10 * kMiB);
+  ClusterRunResult alone = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  EXPECT_GT(alone.setup.staged_files, 10u);
+  EXPECT_GT(alone.setup.pfs_bytes, 10 * kMiB);
+}
+
 // CPU on shared cores: 2 nodes on 1 core, 1 s of work per sample, an unlimited PFS. With 0.25
 // CPU-s per open the readers' two opens take 0.5 s of each 1 s step; the other 0.5 CPU-s is split
 // over the nodes, one copy of 0.25 CPU-s each per step: as ACopyTimeLimitsTheStager, 8 hits in
