@@ -437,6 +437,12 @@ void RegisterSimulate(CLI::App& app) {
                   "failure_ms_mean in `clairfs status --json`; default 0: the home stages it for "
                   "the asker)")
       ->type_name("MS");
+  cmd->add_option("--agent-call-ms", cluster->agent_call_ms,
+                  "With --nodes: clairfs's agent makes its daemon calls one at a time, each "
+                  "taking this many ms; a transfer costs its asker's agent 2 calls and its home's "
+                  "1, a refusal 1 each (measured live: the agent's daemon_call_ms over its calls "
+                  "in `clairfs status --json`; default 0: calls take no time)")
+      ->type_name("MS");
   cmd->add_option("--leave-to-reader-ms", cluster->leave_to_reader_ms,
                   "With --nodes: a PFS copy the reader would reach within this many ms (at its "
                   "pace so far) is left to it, as the live prefetcher leaves what it reaches "

@@ -245,6 +245,7 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         MsFlag{&a.transfer_ms, "--transfer-ms", &model.transfer_time},
         MsFlag{&a.transfer_slot_ms, "--transfer-slot-ms", &model.transfer_slot_time},
         MsFlag{&a.refusal_ms, "--refusal-ms", &model.refusal_time},
+        MsFlag{&a.agent_call_ms, "--agent-call-ms", &model.agent_call_time},
         MsFlag{&a.leave_to_reader_ms, "--leave-to-reader-ms", &model.leave_to_reader}}) {
     auto value = ParseDecimal(*f.text, f.flag);
     if (!value.ok()) return Fail(kSimulateClusterCommand, value.status());
@@ -351,6 +352,7 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   // The wants queue's figures only when given, so that the JSON without them is as before.
   if (model.transfer_slot_time > 0) out["model"]["transfer_slot_s"] = model.transfer_slot_time;
   if (model.refusal_time > 0) out["model"]["refusal_s"] = model.refusal_time;
+  if (model.agent_call_time > 0) out["model"]["agent_call_s"] = model.agent_call_time;
   std::vector<ClusterRunResult> runs;
   for (ClusterPlacement placement : placements) {
     // The meter counts the readers' simulated reads and their bytes.
@@ -460,6 +462,9 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         "ms%s\n",
         (model.transfer_slot_time > 0 ? model.transfer_slot_time : model.transfer_time) * 1000,
         model.refusal_time * 1000, model.refusal_time > 0 ? "" : " (off: it stages the file)");
+  }
+  if (model.agent_call_time > 0) {
+    printf("agents: one daemon call at a time, %g ms each\n", model.agent_call_time * 1000);
   }
   printf("%-8s %5s %11s %7s %7s %7s %11s %8s %11s %10s %10s\n", "placement", "epoch", "reads",
          "local", "peer", "pfs", "PFS bytes", "of data", "peer bytes", "time s", "stall s");

@@ -57,6 +57,7 @@ struct ClusterSimulateArgs : SimulateDatasetArgs {
   uint64_t transfers_in_flight = 0;    // 0: unlimited
   std::string transfer_slot_ms = "0";  // 0: a slot is held until the copy arrives
   std::string refusal_ms = "0";        // 0: a home without a copy stages it for the asker
+  std::string agent_call_ms = "0";     // 0: the agent's daemon calls take no time
   std::string leave_to_reader_ms = "0";
   bool peer_window = false;
   std::string placement = "all";

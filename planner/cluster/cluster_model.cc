@@ -49,6 +49,7 @@ Status CheckClusterModel(const ClusterModel& model) {
         Figure{"--transfer-ms", model.transfer_time, true},
         Figure{"--transfer-slot-ms", model.transfer_slot_time, true},
         Figure{"--refusal-ms", model.refusal_time, true},
+        Figure{"--agent-call-ms", model.agent_call_time, true},
         Figure{"--leave-to-reader-ms", model.leave_to_reader, true}}) {
     if (std::isnan(f.value) || f.value < 0 || (!f.may_be_zero && f.value == 0)) {
       return Status::Invalid(std::string(f.flag) +
@@ -58,14 +59,15 @@ Status CheckClusterModel(const ClusterModel& model) {
   if (std::isinf(model.pfs_open_latency) || std::isinf(model.work) || std::isinf(model.copy_time)) {
     return Status::Invalid("--pfs-open-latency, --work-ms and --copy-ms must be finite");
   }
-  for (double figure : {model.setup_time, model.mount_time, model.open_cpu, model.copy_cpu,
-                        model.digest_cpu, model.transfer_cpu, model.transfer_time,
-                        model.transfer_slot_time, model.refusal_time, model.leave_to_reader}) {
+  for (double figure :
+       {model.setup_time, model.mount_time, model.open_cpu, model.copy_cpu, model.digest_cpu,
+        model.transfer_cpu, model.transfer_time, model.transfer_slot_time, model.refusal_time,
+        model.agent_call_time, model.leave_to_reader}) {
     if (std::isinf(figure)) {
       return Status::Invalid(
           "--setup-s, --mount-s, --open-cpu-ms, --copy-cpu-ms, --digest-cpu-ms, --transfer-cpu-ms, "
-          "--transfer-ms, --transfer-slot-ms, --refusal-ms and --leave-to-reader-ms must be "
-          "finite");
+          "--transfer-ms, --transfer-slot-ms, --refusal-ms, --agent-call-ms and "
+          "--leave-to-reader-ms must be finite");
     }
   }
   if (model.transfer_slot_time > model.transfer_time) {

@@ -60,6 +60,11 @@ struct ClusterModel {
   // and is then staged from the PFS by the asker (the live "not from a peer"). 0: the home stages
   // the file from the PFS for the asker and keeps it, as before.
   double refusal_time = 0;
+  // clairfs: seconds each of the agent's daemon calls takes, the agent making them one at a time
+  // (docs/SIMULATOR.md, "The wants queue: the agent's daemon calls"). A transfer costs its asker's
+  // agent 2 calls and its home's 1, a refusal 1 each: per step of S seconds an agent makes S /
+  // agent_call_time calls. 0: calls take no time.
+  double agent_call_time = 0;
   // A PFS copy the reader would reach within this many seconds is left to the reader (the live
   // prefetcher's "twice a copy's time"); 0: none. Copies from peers are exempt (docs/PEERS.md).
   double leave_to_reader = 0;

@@ -39,8 +39,11 @@ struct NodeState {
   double pfs_credit = 0;
   double ops_credit = 0;
   double net_credit = 0;
-  double copy_credit = 0;       // copies the stager can still publish
-  double cpu_credit = 0;        // CPU-seconds of the shared cores the stager can still spend
+  double copy_credit = 0;  // copies the stager can still publish
+  double cpu_credit = 0;   // CPU-seconds of the shared cores the stager can still spend
+  // Daemon calls the node's agent can still make in this step (model.agent_call_time); its own
+  // transfers and its serving of other nodes' draw on the same calls.
+  double agent_calls = kUnlimited;
   bool credit_limited = false;  // the stager last stopped for want of credit
   bool cpu_limited = false;     // ... of CPU in particular (it is runnable: it shares the cores)
   // This step's reads by source (bytes), for its data time.
@@ -87,10 +90,17 @@ class Simulation {
       nodes_.back().cpu_credit = Spare(model.cores, 0, 0);
     }
     result_.placement = placement;
+    for (NodeState& s : nodes_) s.agent_calls = AgentCalls(0);
   }
 
   // Copies per second a node's stager publishes (unlimited without a per-copy time).
   double CopyRate() const { return model_.copy_time > 0 ? 1.0 / model_.copy_time : kUnlimited; }
+  // Daemon calls an agent makes in `seconds` (unlimited unless clairfs's calls take time).
+  double AgentCalls(double seconds) const {
+    return model_.agent_call_time > 0 && placement_ == ClusterPlacement::kClairfs
+               ? seconds / model_.agent_call_time
+               : kUnlimited;
+  }
 
   Status Run(Plan* plan, uint64_t first_epoch, uint64_t epochs, const ClusterProgress& progress);
   ClusterRunResult Take();
@@ -214,6 +224,7 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     if (s.cache.Has(file) || size > capacity) continue;
     uint32_t peer = kNoNode;
     uint32_t home_to_stage = kNoNode;
+    uint32_t server = kNoNode;  // the node whose agent answers the want
     bool refused = false;  // a want the home has no copy for: staged from the PFS after a refusal
     if (in_setup_) {
     } else if (refusals) {
@@ -222,6 +233,7 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
       const uint32_t home = placement_homes_->Home(file, live_);
       if (home != node && home != kNoNode) {
         const NodeState& h = nodes_[home];
+        server = home;
         if (h.cache.Has(file) && !Arriving(h, file)) {
           peer = home;
         } else {
@@ -231,6 +243,7 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     } else {
       peer = PeerSource(node, file);
       if (peer == kNoNode) home_to_stage = HomeToStage(node, file);
+      server = peer != kNoNode ? peer : home_to_stage;
     }
     const bool from_pfs = peer == kNoNode;  // directly, or through the home that stages it
     const bool transfer = peer != kNoNode || home_to_stage != kNoNode || refused;
@@ -244,7 +257,13 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     const double pfs_copy_cpu = model_.copy_cpu + digest_cpu;
     const double cpu =
         transfer && !refused ? model_.transfer_cpu + (from_pfs ? pfs_copy_cpu : 0.0) : pfs_copy_cpu;
+    // The asker's agent takes the memory file and delivers it (or gives the want up); the home's
+    // serves the copy (or refuses).
+    const double asker_calls = transfer ? (refused ? 1.0 : 2.0) : 0.0;
+    const double server_calls = transfer && server != kNoNode ? 1.0 : 0.0;
     if (s.net_credit < bytes || s.copy_credit < 1 || s.cpu_credit < cpu ||
+        s.agent_calls < asker_calls ||
+        (server_calls > 0 && nodes_[server].agent_calls < server_calls) ||
         (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1)) ||
         (transfer && model_.transfer_time > 0 && model_.transfers_in_flight > 0 &&
          InFlight(s) >= model_.transfers_in_flight)) {
@@ -264,6 +283,8 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     s.net_credit -= bytes;
     s.copy_credit -= 1;
     s.cpu_credit -= cpu;
+    s.agent_calls -= asker_calls;
+    if (server_calls > 0) nodes_[server].agent_calls -= server_calls;
     if (transfer && model_.transfer_time > 0) {
       // A refused want arrives as a PFS copy once refused; a transfer frees its slot when its
       // bytes are in, before the copy is published.
@@ -399,6 +420,8 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
     }
     while (!s.slots.empty() && s.slots.top() <= clock_) s.slots.pop();
     s.copy_credit += Spare(CopyRate(), step, 0);
+    // An agent's calls are not banked: one it did not make in a step is time it spent waiting.
+    s.agent_calls = AgentCalls(step);
     s.pfs_credit += pfs_share;
     s.ops_credit += ops_share;
     s.net_credit +=

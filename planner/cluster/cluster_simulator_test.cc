@@ -368,6 +368,38 @@ TEST(ClusterSimulatorTest, ATransferFreesItsSlotBeforeItsCopyIsPublished) {
             2u);
 }
 
+// The agent makes its daemon calls one at a time (the swap job, clairfs, 1.5 s per transfer;
+// steps of 1 s). An agent has no calls before the first step, so nothing moves at clock 0.
+//   0.1 s a call (10 a step): at clock 1 both nodes ask for both files (2 calls each at the asker,
+//     1 at the home); they arrive at 2.5 s: epoch 1's first reads (2 s) miss, its second hit.
+//   0.25 s a call (4 a step): at clock 1 node 0 asks for c and d (its 4 calls, and 2 of node 1's);
+//     node 1 has 2 calls left, but a and b need 1 of node 0's each: none. They arrive at 2.5 s
+//     (d is hit at 3 s). At clock 2 node 1 asks for a and b, arriving at 3.5 s: both late.
+TEST(ClusterSimulatorTest, TheAgentsDaemonCallsLimitItsTransfers) {
+  testing::TempDir dir;
+  auto plan = ListPlan(dir, kSwapJob);
+  const std::vector<uint64_t> sizes(4, kMiB);
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
+  model.transfer_time = 1.5;
+  model.agent_call_time = 0.1;
+  ClusterRunResult ample = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(ample.epochs.size(), 2u);
+  EXPECT_EQ(ample.epochs[0].local_hits, 4u);
+  EXPECT_EQ(ample.epochs[1].local_hits, 2u);
+  EXPECT_EQ(ample.epochs[1].late_transfers, 2u);
+  model.agent_call_time = 0.25;
+  ClusterRunResult scarce = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(scarce.epochs.size(), 2u);
+  EXPECT_EQ(scarce.epochs[1].local_hits, 1u);
+  EXPECT_EQ(scarce.epochs[1].late_transfers, 3u);
+  // Only clairfs has agents: the same model under `none` is as without calls.
+  ClusterRunResult alone = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  model.agent_call_time = 0;
+  ClusterRunResult alone_free = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  EXPECT_EQ(alone.Total().local_hits, alone_free.Total().local_hits);
+  EXPECT_EQ(alone.Total().pfs_bytes, alone_free.Total().pfs_bytes);
+}
+
 // A home without a copy refuses (the swap job, clairfs, 1.5 s per transfer). In step 0 node 0
 // acts first: node 1 has no copy of c or d yet, so both of node 0's wants are refused and node 0
 // stages them from the PFS once refused; node 1's wants for a and b find node 0's copies.
