@@ -483,8 +483,7 @@ TEST_F(PlanRuntimeTest, BeforeAPeerAgentAttachesOnlyTheFirstEpochIsStaged) {
   EXPECT_FALSE(runtime_->StatusJson()["awaiting_peer_agents"].get<bool>());
 }
 
-// No agent ever comes: the next epoch is staged once the reader is in it. A plan that serves its
-// whole world (no other node) and a mount without a peer key are never held back.
+// No agent ever comes: the next epoch is staged once the reader is in it.
 TEST_F(PlanRuntimeTest, WithoutAPeerAgentTheNextEpochIsStagedWhenTheReaderEntersIt) {
   MakeDatasetAndStart(std::vector<uint64_t>(32, kBlock),
                       "torch-distributed:seed=14,world=2,ranks=1-1", 32 * kBlock);
@@ -500,6 +499,8 @@ TEST_F(PlanRuntimeTest, WithoutAPeerAgentTheNextEpochIsStagedWhenTheReaderEnters
   for (size_t i = 16; i < order_.size(); ++i) EXPECT_EQ(requested.count(order_[i]), 1u) << i;
 }
 
+// A plan that serves its whole world (no other node reads the rest) is never held back, nor is
+// a plan of part of the world on a mount without a peer key (no agent can attach).
 TEST_F(PlanRuntimeTest, APlanOfTheWholeWorldIsNotHeldBackForPeerAgents) {
   MakeDatasetAndStart(std::vector<uint64_t>(16, kBlock), "torch-distributed:seed=15,world=2",
                       64 * kBlock);
@@ -507,6 +508,14 @@ TEST_F(PlanRuntimeTest, APlanOfTheWholeWorldIsNotHeldBackForPeerAgents) {
   runtime_->RunPass();
   EXPECT_FALSE(runtime_->StatusJson()["awaiting_peer_agents"].get<bool>());
   EXPECT_EQ(Requested().size(), order_.size());  // every file, once
+}
+
+TEST_F(PlanRuntimeTest, AMountWithoutAPeerKeyStagesPastTheFirstEpoch) {
+  MakeDatasetAndStart(std::vector<uint64_t>(32, kBlock),
+                      "torch-distributed:seed=13,world=2,ranks=0-0", 32 * kBlock);
+  runtime_->RunPass();
+  EXPECT_FALSE(runtime_->StatusJson()["awaiting_peer_agents"].get<bool>());
+  EXPECT_GT(Requested().size(), 16u);  // rank 0's 16 files of epoch 0, and more of epoch 1
 }
 
 TEST_F(PlanRuntimeTest, AMismatchedReaderGetsThePlanDroppedAndItsRequestsWithdrawn) {
