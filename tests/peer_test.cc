@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -29,6 +30,16 @@ namespace clairfs::testing {
 namespace {
 
 using json = nlohmann::json;
+
+// Polls `done` every 20 ms for up to 10 s.
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
 
 std::string FaultyPeerBin() {
   const std::string clairfs = ClairfsBin();
@@ -252,8 +263,24 @@ TEST_P(PeerTest, NodesStageForEachOtherAndLeaveWhenThePlansEnd) {
   const int nodes = tcp ? 4 : 3;
   PeerCluster cluster(nodes, 240, 48 << 10, 11, 3);
   ASSERT_TRUE(cluster.MountAll(0.5));
+  // Before the agents attach, each mount (a peer key, a plan of part of the world) stages only
+  // the first epoch and says so (docs/PEERS.md, "Before the agents attach").
+  for (int i = 0; i < nodes; ++i) {
+    EXPECT_TRUE(WaitFor([&] {
+      return cluster.mount(i).Status()["plan"].value("awaiting_peer_agents", false);
+    })) << "node "
+        << i;
+  }
+  const CommandResult status = clairfs::testing::Cli({"status", cluster.mount(0).mountpoint()});
+  EXPECT_NE(status.out.find("waiting for the job's peer agents"), std::string::npos) << status.out;
   auto agents = cluster.StartAgents(tcp, {}, cluster.ExitReportingAgent());
   ASSERT_TRUE(cluster.WaitAttached(agents.get())) << agents->Output();
+  for (int i = 0; i < nodes; ++i) {
+    EXPECT_TRUE(WaitFor([&] {
+      return !cluster.mount(i).Status()["plan"].value("awaiting_peer_agents", true);
+    })) << "node "
+        << i;
+  }
   for (int e = 0; e < 3; ++e) ExpectAllRight(cluster.ReadEpoch(e), "epoch " + std::to_string(e));
   const int agents_exit = agents->Wait(60);
   EXPECT_EQ(agents_exit, 0) << agents->Output();

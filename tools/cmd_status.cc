@@ -227,6 +227,11 @@ void PrintHuman(const nlohmann::json& j) {
         static_cast<unsigned long long>(p.value("prefetched_files", uint64_t{0})),
         static_cast<unsigned long long>(p.value("mismatches", uint64_t{0})));
     printf("plan ranks  (rank@epoch:cursor)%s\n", ranks.c_str());
+    if (p.value("awaiting_peer_agents", false)) {
+      printf(
+          "plan        waiting for the job's peer agents: only the first epoch is staged until "
+          "one attaches (docs/PEERS.md)\n");
+    }
   }
   printf(
       "note        counters count what reaches the daemon; reads served by the kernel page "
