@@ -312,7 +312,11 @@ void PeerTransport::FinishFetch(uint64_t id, const Status& status) {
 }
 
 void PeerTransport::CancelRecv(size_t slot, std::function<void()> release) {
-  MPI_Cancel(&requests_[slot]);
+  // A receive that completed in the MPI_Testsome batch being handled is already
+  // MPI_REQUEST_NULL (its OnOpDone comes later in the batch, and releases the buffer as a
+  // cancelled one): MPI_Cancel on it is an error that aborts the rank. Seen when a peer's answer
+  // (another size, a refusal) and its data completed in one batch, answer first.
+  if (requests_[slot] != MPI_REQUEST_NULL) MPI_Cancel(&requests_[slot]);
   ops_[slot].kind = OpKind::kCancelledRecv;
   ops_[slot].release = std::move(release);
 }
