@@ -443,6 +443,11 @@ void RegisterSimulate(CLI::App& app) {
                   "1, a refusal 1 each (measured live: the agent's daemon_call_ms over its calls "
                   "in `clairfs status --json`; default 0: calls take no time)")
       ->type_name("MS");
+  cmd->add_option("--pfs-copy-ms", cluster->pfs_copy_ms,
+                  "With --nodes: ms from a stager starting a PFS copy to its publish; a reader "
+                  "that reaches the file first misses and reads the PFS while the copy goes on, "
+                  "as a live copy that loses the race does (default 0: a copy is there at once)")
+      ->type_name("MS");
   cmd->add_option("--leave-to-reader-ms", cluster->leave_to_reader_ms,
                   "With --nodes: a PFS copy the reader would reach within this many ms (at its "
                   "pace so far) is left to it, as the live prefetcher leaves what it reaches "

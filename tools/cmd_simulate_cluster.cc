@@ -127,6 +127,7 @@ nlohmann::json EpochJson(const ClusterEpochResult& e, uint64_t dataset_bytes) {
                         {"peer_bytes", e.peer_bytes},
                         {"staged_files", e.staged_files},
                         {"late_transfers", e.late_transfers},
+                        {"late_copies", e.late_copies},
                         {"time_s", e.time},
                         {"stall_s", e.stall}};
   if (e.refused_wants > 0) row["refused_wants"] = e.refused_wants;  // only with --refusal-ms
@@ -246,6 +247,7 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         MsFlag{&a.transfer_slot_ms, "--transfer-slot-ms", &model.transfer_slot_time},
         MsFlag{&a.refusal_ms, "--refusal-ms", &model.refusal_time},
         MsFlag{&a.agent_call_ms, "--agent-call-ms", &model.agent_call_time},
+        MsFlag{&a.pfs_copy_ms, "--pfs-copy-ms", &model.pfs_copy_time},
         MsFlag{&a.leave_to_reader_ms, "--leave-to-reader-ms", &model.leave_to_reader}}) {
     auto value = ParseDecimal(*f.text, f.flag);
     if (!value.ok()) return Fail(kSimulateClusterCommand, value.status());
@@ -353,6 +355,7 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   if (model.transfer_slot_time > 0) out["model"]["transfer_slot_s"] = model.transfer_slot_time;
   if (model.refusal_time > 0) out["model"]["refusal_s"] = model.refusal_time;
   if (model.agent_call_time > 0) out["model"]["agent_call_s"] = model.agent_call_time;
+  if (model.pfs_copy_time > 0) out["model"]["pfs_copy_s"] = model.pfs_copy_time;
   std::vector<ClusterRunResult> runs;
   for (ClusterPlacement placement : placements) {
     // The meter counts the readers' simulated reads and their bytes.
@@ -465,6 +468,10 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   }
   if (model.agent_call_time > 0) {
     printf("agents: one daemon call at a time, %g ms each\n", model.agent_call_time * 1000);
+  }
+  if (model.pfs_copy_time > 0) {
+    printf("PFS copies: %g ms from start to publish; a reader that comes first misses\n",
+           model.pfs_copy_time * 1000);
   }
   printf("%-8s %5s %11s %7s %7s %7s %11s %8s %11s %10s %10s\n", "placement", "epoch", "reads",
          "local", "peer", "pfs", "PFS bytes", "of data", "peer bytes", "time s", "stall s");

@@ -134,6 +134,8 @@ TEST(SimulateClusterCli, BadInputIsOneClearLine) {
       {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--agent-call-ms",
         "slow"},
        "--agent-call-ms 'slow'"},
+      {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--pfs-copy-ms", "later"},
+       "--pfs-copy-ms 'later'"},
       {{"--nodes", "2", "--node-capacity", "1G", "--pfs-bandwidth", "100", "--transfer-ms", "100",
         "--transfer-slot-ms", "150"},
        "--transfer-slot-ms must be at most --transfer-ms"},

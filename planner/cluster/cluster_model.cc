@@ -50,6 +50,7 @@ Status CheckClusterModel(const ClusterModel& model) {
         Figure{"--transfer-slot-ms", model.transfer_slot_time, true},
         Figure{"--refusal-ms", model.refusal_time, true},
         Figure{"--agent-call-ms", model.agent_call_time, true},
+        Figure{"--pfs-copy-ms", model.pfs_copy_time, true},
         Figure{"--leave-to-reader-ms", model.leave_to_reader, true}}) {
     if (std::isnan(f.value) || f.value < 0 || (!f.may_be_zero && f.value == 0)) {
       return Status::Invalid(std::string(f.flag) +
@@ -62,11 +63,11 @@ Status CheckClusterModel(const ClusterModel& model) {
   for (double figure :
        {model.setup_time, model.mount_time, model.open_cpu, model.copy_cpu, model.digest_cpu,
         model.transfer_cpu, model.transfer_time, model.transfer_slot_time, model.refusal_time,
-        model.agent_call_time, model.leave_to_reader}) {
+        model.agent_call_time, model.pfs_copy_time, model.leave_to_reader}) {
     if (std::isinf(figure)) {
       return Status::Invalid(
           "--setup-s, --mount-s, --open-cpu-ms, --copy-cpu-ms, --digest-cpu-ms, --transfer-cpu-ms, "
-          "--transfer-ms, --transfer-slot-ms, --refusal-ms, --agent-call-ms and "
+          "--transfer-ms, --transfer-slot-ms, --refusal-ms, --agent-call-ms, --pfs-copy-ms and "
           "--leave-to-reader-ms must be finite");
     }
   }
@@ -97,6 +98,7 @@ ClusterEpochResult ClusterRunResult::Total() const {
     total.peer_bytes += e.peer_bytes;
     total.staged_files += e.staged_files;
     total.late_transfers += e.late_transfers;
+    total.late_copies += e.late_copies;
     total.refused_wants += e.refused_wants;
     total.time += e.time;
     total.stall += e.stall;

@@ -65,6 +65,11 @@ struct ClusterModel {
   // agent 2 calls and its home's 1, a refusal 1 each: per step of S seconds an agent makes S /
   // agent_call_time calls. 0: calls take no time.
   double agent_call_time = 0;
+  // Seconds from the stager starting a PFS copy to its publish (the live copy's time in flight:
+  // open, read, write, fsync, rename, index entry, behind the other copies at the PFS and the
+  // CPU). A reader that reaches the file first misses and reads it from the PFS while the copy
+  // goes on, as the live stager's copy that loses that race does; 0: a copy is there at once.
+  double pfs_copy_time = 0;
   // A PFS copy the reader would reach within this many seconds is left to the reader (the live
   // prefetcher's "twice a copy's time"); 0: none. Copies from peers are exempt (docs/PEERS.md).
   double leave_to_reader = 0;
@@ -90,6 +95,7 @@ struct ClusterEpochResult {
   uint64_t peer_bytes = 0;      // bytes moved between nodes: peer reads and staging from peers
   uint64_t staged_files = 0;    // copies staged ahead (from the PFS or a peer)
   uint64_t late_transfers = 0;  // reads that found their peer copy still in flight (misses)
+  uint64_t late_copies = 0;     // reads that found their PFS copy still in flight (misses)
   uint64_t refused_wants = 0;   // wants the home had no copy for (model.refusal_time only)
   double time = 0;              // seconds: the sum of the epoch's steps
   double stall = 0;             // seconds the readers waited beyond the per-sample work

@@ -61,6 +61,10 @@ struct NodeState {
   // passes them first (then nobody wants them: no PFS copy, and their room is given back).
   // file -> the epoch whose tally paid its PFS copy (an index into the run's epochs).
   std::unordered_map<uint32_t, size_t> refused;
+  // PFS copies not published yet (only with model.pfs_copy_time): (publish clock, file) in
+  // starting order (one copy time for all), and each file's latest publish.
+  std::deque<std::pair<double, uint32_t>> copying;
+  std::unordered_map<uint32_t, double> copy_done_at;
 };
 
 class Simulation {
@@ -134,6 +138,12 @@ class Simulation {
     if (model_.transfer_time <= 0) return false;
     auto it = s.arrival_of.find(file);
     return it != s.arrival_of.end() && it->second > clock_;
+  }
+  // True while the node's PFS copy of `file` is not published yet (model_.pfs_copy_time).
+  bool Copying(const NodeState& s, uint32_t file) const {
+    if (model_.pfs_copy_time <= 0) return false;
+    auto it = s.copy_done_at.find(file);
+    return it != s.copy_done_at.end() && it->second > clock_;
   }
   // The live wants queue's slots are counted apart from the arrivals (docs/SIMULATOR.md).
   bool WantsQueue() const {
@@ -286,9 +296,10 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     s.agent_calls -= asker_calls;
     if (server_calls > 0) nodes_[server].agent_calls -= server_calls;
     if (transfer && model_.transfer_time > 0) {
-      // A refused want arrives as a PFS copy once refused; a transfer frees its slot when its
-      // bytes are in, before the copy is published.
-      const double arrival = clock_ + (refused ? model_.refusal_time : model_.transfer_time);
+      // A refused want arrives as a PFS copy once refused and copied; a transfer frees its slot
+      // when its bytes are in, before the copy is published.
+      const double arrival = clock_ + (refused ? model_.refusal_time + model_.pfs_copy_time
+                                               : model_.transfer_time);
       s.arriving.emplace_back(arrival, file);
       s.arrival_of[file] = arrival;
       if (WantsQueue()) {
@@ -302,6 +313,10 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
       s.refused[file] = result_.epochs.size();
     } else if (WantsQueue()) {
       s.refused.erase(file);
+    }
+    if (!transfer && model_.pfs_copy_time > 0) {
+      s.copying.emplace_back(clock_ + model_.pfs_copy_time, file);
+      s.copy_done_at[file] = clock_ + model_.pfs_copy_time;
     }
     if (from_pfs) {
       s.pfs_credit -= bytes;
@@ -323,7 +338,9 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   ++step_opens_;
   const bool has = s.cache.Has(file);
   if (has) s.cache.Rekey(file, NodeCache::KeyFor(file, NextUse(node, file, now + 1), now));
-  if (has && !Arriving(s, file)) {
+  // A PFS copy still in flight: the reader got there first, misses and reads the PFS itself.
+  const bool late_copy = has && Copying(s, file);
+  if (has && !late_copy && !Arriving(s, file)) {
     ++tally->local_hits;
     tally->local_bytes += size;
     s.step_local += size;
@@ -348,7 +365,11 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   }
   // A copy still coming from a peer: a reader never waits for a peer, so this is a miss; the
   // copy still arrives (the live tier leaves a withdrawn transfer to arrive).
-  if (has && !withdrawn) ++tally->late_transfers;
+  if (late_copy) {
+    ++tally->late_copies;
+  } else if (has && !withdrawn) {
+    ++tally->late_transfers;
+  }
   // NoPFS reads a miss from a node that holds the file; clairfs's readers never wait for a peer
   // (docs/PEERS.md): a miss is read from the PFS.
   const uint32_t peer = placement_ == ClusterPlacement::kNoPfs ? PeerSource(node, file) : kNoNode;
@@ -410,6 +431,11 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
       s.pfs_credit = s.ops_credit = s.net_credit = s.copy_credit = s.cpu_credit = 0;  // unspent
     }
     s.cpu_credit += cpu_share;
+    while (!s.copying.empty() && s.copying.front().first <= clock_) {
+      auto it = s.copy_done_at.find(s.copying.front().second);
+      if (it != s.copy_done_at.end() && it->second <= clock_) s.copy_done_at.erase(it);
+      s.copying.pop_front();
+    }
     while (!s.arriving.empty() && s.arriving.front().first <= clock_) {
       auto it = s.arrival_of.find(s.arriving.front().second);
       if (it != s.arrival_of.end() && it->second <= clock_) {

@@ -112,6 +112,37 @@ TEST(ClusterSimulatorTest, TwoNodesTenFilesByHand) {
   EXPECT_EQ(run.max_node_bytes, 5 * kMiB);
 }
 
+// A PFS copy takes 1.5 s from its start to its publish (steps of 1 s): each node's stager starts
+// all five of its files at 0 s, so its reader finds the first two still in flight (at 0 and 1 s),
+// misses them and reads them from the PFS while their copies go on; the other three are hits.
+// Epoch 1 reads the same files (no shuffle) and hits them all. Without the copy time every read
+// hits.
+TEST(ClusterSimulatorTest, APfsCopyStillInFlightIsAMissAndTheCopyGoesOn) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model = TwoNodesOneRankEach(5 * kMiB);
+  ClusterRunResult at_once = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(at_once.epochs.size(), 2u);
+  EXPECT_EQ(at_once.epochs[0].local_hits, 10u);
+  EXPECT_EQ(at_once.epochs[0].late_copies, 0u);
+  EXPECT_EQ(at_once.epochs[0].pfs_bytes, 10 * kMiB);
+
+  model.pfs_copy_time = 1.5;
+  ClusterRunResult run = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  const ClusterEpochResult& e0 = run.epochs[0];
+  EXPECT_EQ(e0.local_hits, 6u);
+  EXPECT_EQ(e0.late_copies, 4u);
+  EXPECT_EQ(e0.late_transfers, 0u);
+  EXPECT_EQ(e0.pfs_reads, 4u);
+  EXPECT_EQ(e0.staged_files, 10u);
+  EXPECT_EQ(e0.pfs_bytes, 14 * kMiB);  // every copy, and the four misses again
+  EXPECT_EQ(run.epochs[1].local_hits, 10u);
+  EXPECT_EQ(run.epochs[1].late_copies, 0u);
+  EXPECT_EQ(run.epochs[1].pfs_bytes, 0u);
+  EXPECT_EQ(run.Total().late_copies, 4u);
+}
+
 // A stager that spends 1 s per copy publishes one copy per step of 1 s: step 0 of epoch 0 misses
 // (no credit yet), each later step stages the file about to be read; epoch 1 stages the one file
 // that was missed and hits everything.
@@ -615,6 +646,9 @@ TEST(ClusterSimulatorTest, BadInputGetsOneClearError) {
   model.nodes = 4;
   model.pfs_bandwidth = -1;
   EXPECT_FALSE(CheckClusterModel(model).ok());
+  model.pfs_bandwidth = kUnlimited;
+  model.pfs_copy_time = -0.001;
+  EXPECT_EQ(CheckClusterModel(model).message(), "--pfs-copy-ms must not be negative");
   EXPECT_FALSE(ParseClusterPlacement("hvac").ok());
 }
 
