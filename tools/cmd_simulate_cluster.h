@@ -59,7 +59,7 @@ struct ClusterSimulateArgs : SimulateDatasetArgs {
   std::string refusal_ms = "0";        // 0: a home without a copy stages it for the asker
   std::string agent_call_ms = "0";     // 0: the agent's daemon calls take no time
   std::string leave_to_reader_ms = "0";
-  std::string pfs_copy_ms = "0";       // 0: a PFS copy is there as soon as it is paid for
+  std::string pfs_copy_ms = "0";  // 0: a PFS copy is there as soon as it is paid for
   bool peer_window = false;
   std::string placement = "all";
   // `clairfs bench peers --json` outputs to print beside the model (their medians).

@@ -34,24 +34,26 @@ Status CheckClusterModel(const ClusterModel& model) {
     double value;
     bool may_be_zero;
   };
-  for (const Figure& f :
-       {Figure{"--pfs-bandwidth", model.pfs_bandwidth, false},
-        Figure{"--pfs-open-latency", model.pfs_open_latency, true},
-        Figure{"--pfs-metadata-ops", model.pfs_metadata_ops, false},
-        Figure{"--net-bandwidth", model.net_bandwidth, false},
-        Figure{"--nvme-bandwidth", model.nvme_bandwidth, false},
-        Figure{"--work-ms", model.work, true}, Figure{"--copy-ms", model.copy_time, true},
-        Figure{"--setup-s", model.setup_time, true}, Figure{"--mount-s", model.mount_time, true},
-        Figure{"--cores", model.cores, false}, Figure{"--open-cpu-ms", model.open_cpu, true},
-        Figure{"--copy-cpu-ms", model.copy_cpu, true},
-        Figure{"--digest-cpu-ms", model.digest_cpu, true},
-        Figure{"--transfer-cpu-ms", model.transfer_cpu, true},
-        Figure{"--transfer-ms", model.transfer_time, true},
-        Figure{"--transfer-slot-ms", model.transfer_slot_time, true},
-        Figure{"--refusal-ms", model.refusal_time, true},
-        Figure{"--agent-call-ms", model.agent_call_time, true},
-        Figure{"--pfs-copy-ms", model.pfs_copy_time, true},
-        Figure{"--leave-to-reader-ms", model.leave_to_reader, true}}) {
+  for (const Figure& f : {Figure{"--pfs-bandwidth", model.pfs_bandwidth, false},
+                          Figure{"--pfs-open-latency", model.pfs_open_latency, true},
+                          Figure{"--pfs-metadata-ops", model.pfs_metadata_ops, false},
+                          Figure{"--net-bandwidth", model.net_bandwidth, false},
+                          Figure{"--nvme-bandwidth", model.nvme_bandwidth, false},
+                          Figure{"--work-ms", model.work, true},
+                          Figure{"--copy-ms", model.copy_time, true},
+                          Figure{"--setup-s", model.setup_time, true},
+                          Figure{"--mount-s", model.mount_time, true},
+                          Figure{"--cores", model.cores, false},
+                          Figure{"--open-cpu-ms", model.open_cpu, true},
+                          Figure{"--copy-cpu-ms", model.copy_cpu, true},
+                          Figure{"--digest-cpu-ms", model.digest_cpu, true},
+                          Figure{"--transfer-cpu-ms", model.transfer_cpu, true},
+                          Figure{"--transfer-ms", model.transfer_time, true},
+                          Figure{"--transfer-slot-ms", model.transfer_slot_time, true},
+                          Figure{"--refusal-ms", model.refusal_time, true},
+                          Figure{"--agent-call-ms", model.agent_call_time, true},
+                          Figure{"--pfs-copy-ms", model.pfs_copy_time, true},
+                          Figure{"--leave-to-reader-ms", model.leave_to_reader, true}}) {
     if (std::isnan(f.value) || f.value < 0 || (!f.may_be_zero && f.value == 0)) {
       return Status::Invalid(std::string(f.flag) +
                              (f.may_be_zero ? " must not be negative" : " must be more than 0"));

@@ -298,8 +298,8 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     if (transfer && model_.transfer_time > 0) {
       // A refused want arrives as a PFS copy once refused and copied; a transfer frees its slot
       // when its bytes are in, before the copy is published.
-      const double arrival = clock_ + (refused ? model_.refusal_time + model_.pfs_copy_time
-                                               : model_.transfer_time);
+      const double arrival =
+          clock_ + (refused ? model_.refusal_time + model_.pfs_copy_time : model_.transfer_time);
       s.arriving.emplace_back(arrival, file);
       s.arrival_of[file] = arrival;
       if (WantsQueue()) {
