@@ -30,9 +30,9 @@ timed() {
 # (.ci/ctest-costs/DIR.txt, in ctest's own CTestCostData.txt form) when DIR has none of its own.
 # ctest starts the tests it knows to be longest first; in a clean clone it knows none and starts
 # them in the order they are declared, so the heavy integration tests meet each other on 2 CPUs:
-# the ASan ctest took 1054 s in a clean clone against 614 s for the same tests in a build dir
-# with durations of its own (docs/RELIABILITY.md, "CI"). A test missing from the file (a new one,
-# or one whose name has a space, which ctest's file cannot hold) starts after those in it.
+# in two clean-clone CI forms an hour apart the ASan ctest took 1054 s without the durations and
+# 801 s with them (docs/RELIABILITY.md, "CI"). A test missing from the file (a new one, or one
+# whose name has a space, which ctest's file cannot hold) starts after those in it.
 seed_ctest_costs() {
   local dir=$1 costs
   costs="$(dirname "${BASH_SOURCE[0]}")/ctest-costs/$(basename "$dir").txt"
