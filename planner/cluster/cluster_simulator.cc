@@ -14,7 +14,7 @@
 
 #include "planner/cluster/cluster_holds.h"
 #include "planner/cluster/epoch_reads.h"
-#include "planner/cluster/node_cache.h"
+#include "planner/cluster/simulated_node_cache.h"
 #include "planner/placement/placement.h"
 
 namespace clairfs {
@@ -33,7 +33,7 @@ double Spare(double rate, double seconds, double used) {
 
 struct NodeState {
   NodeState(uint64_t capacity, std::vector<uint32_t> holds) : cache(capacity, std::move(holds)) {}
-  NodeCache cache;
+  SimulatedNodeCache cache;
   uint64_t ahead = 0;  // the next node time the stager looks at
   // Staging credit: what the PFS and the node's link can still carry for the stager.
   double pfs_credit = 0;
@@ -194,7 +194,7 @@ uint32_t Simulation::HomeToStage(uint32_t node, uint32_t file) const {
   if (placement_ != ClusterPlacement::kClairfs) return kNoNode;
   const uint32_t home = placement_homes_->Home(file, live_);
   if (home == node || home == kNoNode || holder_[file] == home) return kNoNode;
-  const NodeCache& cache = nodes_[home].cache;
+  const SimulatedNodeCache& cache = nodes_[home].cache;
   return cache.Holds(file) && !cache.Has(file) ? home : kNoNode;
 }
 
@@ -283,9 +283,9 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     }
     if (!s.cache.MakeRoom(size, s.ahead, sizes_)) break;
     if (home_to_stage != kNoNode) {
-      NodeCache& home = nodes_[home_to_stage].cache;
+      SimulatedNodeCache& home = nodes_[home_to_stage].cache;
       if (home.MakeRoom(size, std::nullopt, sizes_)) {
-        home.Insert(file, NodeCache::Key{kNeverRead, ~s.ahead}, sizes_);
+        home.Insert(file, SimulatedNodeCache::Key{kNeverRead, ~s.ahead}, sizes_);
         MarkHeld(home_to_stage, file);
         peer = home_to_stage;
       }
@@ -326,7 +326,7 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     }
     if (peer != kNoNode) tally->peer_bytes += size;
     ++tally->staged_files;
-    s.cache.Insert(file, NodeCache::Key{s.ahead, file}, sizes_);
+    s.cache.Insert(file, SimulatedNodeCache::Key{s.ahead, file}, sizes_);
     if (s.cache.Holds(file)) MarkHeld(node, file);
   }
 }
@@ -337,7 +337,7 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   ++tally->reads;
   ++step_opens_;
   const bool has = s.cache.Has(file);
-  if (has) s.cache.Rekey(file, NodeCache::KeyFor(file, NextUse(node, file, now + 1), now));
+  if (has) s.cache.Rekey(file, SimulatedNodeCache::KeyFor(file, NextUse(node, file, now + 1), now));
   // A PFS copy still in flight: the reader got there first, misses and reads the PFS itself.
   const bool late_copy = has && Copying(s, file);
   if (has && !late_copy && !Arriving(s, file)) {
@@ -389,7 +389,7 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   // read (the live agent has its daemon stage a home file as soon as a peer wants it).
   if (!has && s.cache.Holds(file) && size <= s.cache.capacity() &&
       s.cache.MakeRoom(size, std::nullopt, sizes_)) {
-    s.cache.Insert(file, NodeCache::Key{kNeverRead, ~now}, sizes_);
+    s.cache.Insert(file, SimulatedNodeCache::Key{kNeverRead, ~now}, sizes_);
     MarkHeld(node, file);
   }
 }
@@ -495,10 +495,10 @@ void Simulation::Setup(uint64_t first_epoch) {
 // Copies with no next use in the old loaded epochs may have one in the epoch just loaded.
 void Simulation::LoadedAnotherEpoch() {
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
-    NodeCache& cache = nodes_[n].cache;
+    SimulatedNodeCache& cache = nodes_[n].cache;
     for (uint32_t file : cache.NeverUsedAgain()) {
       const uint64_t use = NextUse(n, file, current_->base());
-      if (use != kNeverRead) cache.Rekey(file, NodeCache::Key{use, file});
+      if (use != kNeverRead) cache.Rekey(file, SimulatedNodeCache::Key{use, file});
     }
   }
 }

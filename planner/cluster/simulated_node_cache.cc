@@ -1,5 +1,5 @@
-// NodeCache (see node_cache.h).
-#include "planner/cluster/node_cache.h"
+// SimulatedNodeCache (see simulated_node_cache.h).
+#include "planner/cluster/simulated_node_cache.h"
 
 #include <algorithm>
 
@@ -7,27 +7,27 @@
 
 namespace clairfs {
 
-NodeCache::NodeCache(uint64_t capacity, std::vector<uint32_t> holds)
+SimulatedNodeCache::SimulatedNodeCache(uint64_t capacity, std::vector<uint32_t> holds)
     : capacity_(capacity), holds_(std::move(holds)) {
   std::sort(holds_.begin(), holds_.end());
 }
 
-size_t NodeCache::HeldCopies() const {
+size_t SimulatedNodeCache::HeldCopies() const {
   size_t count = 0;
   for (uint32_t file : holds_) count += copies_.Contains(file);
   return count;
 }
 
-bool NodeCache::Holds(uint32_t file) const {
+bool SimulatedNodeCache::Holds(uint32_t file) const {
   return std::binary_search(holds_.begin(), holds_.end(), file);
 }
 
-NodeCache::Key NodeCache::KeyFor(uint32_t file, uint64_t next_use, uint64_t now) {
+SimulatedNodeCache::Key SimulatedNodeCache::KeyFor(uint32_t file, uint64_t next_use, uint64_t now) {
   return next_use == kNeverRead ? Key{kNeverRead, ~now} : Key{next_use, file};
 }
 
-bool NodeCache::MakeRoom(uint64_t bytes, std::optional<uint64_t> protect_until,
-                         const std::vector<uint64_t>& sizes) {
+bool SimulatedNodeCache::MakeRoom(uint64_t bytes, std::optional<uint64_t> protect_until,
+                                  const std::vector<uint64_t>& sizes) {
   while (used_ + bytes > capacity_ && !evictable_.empty()) {
     auto victim = std::prev(evictable_.end());
     if (protect_until && victim->first.first <= *protect_until) break;
@@ -39,7 +39,7 @@ bool NodeCache::MakeRoom(uint64_t bytes, std::optional<uint64_t> protect_until,
   return used_ + bytes <= capacity_;
 }
 
-void NodeCache::Insert(uint32_t file, Key key, const std::vector<uint64_t>& sizes) {
+void SimulatedNodeCache::Insert(uint32_t file, Key key, const std::vector<uint64_t>& sizes) {
   const bool held = Holds(file);
   copies_.Insert(file, Copy{key, held});
   if (!held) evictable_.insert({key, file});
@@ -47,7 +47,7 @@ void NodeCache::Insert(uint32_t file, Key key, const std::vector<uint64_t>& size
   peak_ = std::max(peak_, used_);
 }
 
-void NodeCache::Drop(uint32_t file, const std::vector<uint64_t>& sizes) {
+void SimulatedNodeCache::Drop(uint32_t file, const std::vector<uint64_t>& sizes) {
   Copy* copy = copies_.Find(file);
   if (copy == nullptr || copy->held) return;
   evictable_.erase({copy->key, file});
@@ -55,7 +55,7 @@ void NodeCache::Drop(uint32_t file, const std::vector<uint64_t>& sizes) {
   used_ -= sizes[file];
 }
 
-void NodeCache::Rekey(uint32_t file, Key key) {
+void SimulatedNodeCache::Rekey(uint32_t file, Key key) {
   Copy* copy = copies_.Find(file);
   if (copy == nullptr || copy->held || copy->key == key) return;
   evictable_.erase({copy->key, file});
@@ -63,7 +63,7 @@ void NodeCache::Rekey(uint32_t file, Key key) {
   evictable_.insert({key, file});
 }
 
-std::vector<uint32_t> NodeCache::NeverUsedAgain() const {
+std::vector<uint32_t> SimulatedNodeCache::NeverUsedAgain() const {
   std::vector<uint32_t> files;
   for (auto it = evictable_.rbegin(); it != evictable_.rend() && it->first.first == kNeverRead;
        ++it) {

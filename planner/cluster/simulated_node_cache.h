@@ -1,7 +1,10 @@
-// NodeCache: the copies on one simulated node: held copies (the placement's choice for the job,
-// never evicted) and transient ones, evicted by the mount's plan policy (the copy whose next use
-// is farthest; copies no rank of the node reads again in the loaded epochs first, least recently
-// used first), as planner/cache_simulator.h's plan policy does.
+// SimulatedNodeCache: the copies on one simulated node: held copies (the placement's choice for
+// the job, never evicted) and transient ones, evicted by the mount's plan policy (the copy whose
+// next use is farthest; copies no rank of the node reads again in the loaded epochs first, least
+// recently used first), as planner/cache_simulator.h's plan policy does. (Not `NodeCache`: that
+// is cache/'s manifest node cache, and the `clairfs` binary links both; two classes of one name
+// in one namespace break the one-definition rule, which an -O0 build of the tests showed as one
+// class's destructor run on the other's objects.)
 //
 // Keys are (next use, tiebreak) in node time (epoch_reads.h): a copy with a next use has
 // (use, file); one without has (kNeverRead, ~last use), so the largest key is the victim.
@@ -20,12 +23,12 @@
 
 namespace clairfs {
 
-class NodeCache {
+class SimulatedNodeCache {
  public:
   using Key = std::pair<uint64_t, uint64_t>;
 
   // `holds`: the files this node keeps for the job (any order).
-  NodeCache(uint64_t capacity, std::vector<uint32_t> holds);
+  SimulatedNodeCache(uint64_t capacity, std::vector<uint32_t> holds);
 
   uint64_t capacity() const { return capacity_; }
   uint64_t used() const { return used_; }
