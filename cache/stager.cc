@@ -162,6 +162,13 @@ bool Stager::CancelUnwaited(const std::string& path) {
   return true;
 }
 
+CopyProgress Stager::ProgressOf(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_flight_.count(path) != 0) return CopyProgress::kInFlight;
+  if (pending_.count(path) != 0 || deferred_keys_.count(path) != 0) return CopyProgress::kQueued;
+  return CopyProgress::kNone;
+}
+
 void Stager::Shutdown() {
   std::vector<Request> dropped;
   {

@@ -111,6 +111,10 @@ struct StagerStats {
   uint64_t buffer_count = 0;         // ... the pool size
 };
 
+// Where a copy of one file stands in a staging queue (ProgressOf): none asked for, waiting (the
+// settle rule's deferrals included), or being made.
+enum class CopyProgress { kNone, kQueued, kInFlight };
+
 // Outcome of one request, for callers that wait (explicit staging).
 struct StageOutcome {
   std::string path;
@@ -130,6 +134,9 @@ class StagingQueue {
   // Drops a pending request that no caller waits on; true if dropped.
   virtual bool CancelUnwaited(const std::string& path) = 0;
   virtual StagerStats stats() = 0;
+  // Where a copy of `path` stands now: a reader's miss on a file whose copy is under way is a
+  // copy that lost its race (the status's miss causes). One short lock, no I/O.
+  virtual CopyProgress ProgressOf(const std::string& /*path*/) { return CopyProgress::kNone; }
   // Whether a copy of `path` queued now would be read from the backing store. A copy that loses
   // the race with its reader then reads the file a second time, so a prefetcher leaves files
   // close to the reader alone; a copy that comes from elsewhere (a peer) costs the backing store
@@ -176,6 +183,7 @@ class Stager final : public StagingQueue {
   // Cancels everything pending and waits for in-flight copies.
   void Shutdown();
   StagerStats stats() override;
+  CopyProgress ProgressOf(const std::string& path) override;
   // Blocks until nothing is queued or in flight and every callback has returned (tests, offline
   // staging).
   void WaitIdle();

@@ -253,6 +253,26 @@ TEST_F(StagerTest, CancelDropsAPendingRequest) {
   EXPECT_TRUE(store_->Contains("blocker"));
 }
 
+TEST_F(StagerTest, ProgressOfSaysWhereEachCopyStands) {
+  Add("blocker", 10, 0);
+  Add("a", 100, 1);
+  env_.Hold("blocker");
+  StartStager(1);
+  EXPECT_EQ(stager_->ProgressOf("blocker"), CopyProgress::kNone);
+  ASSERT_TRUE(stager_->Enqueue("blocker", Identity("blocker"), StagePriority::kNormal));
+  ASSERT_TRUE(env_.WaitBlocked());
+  ASSERT_TRUE(stager_->Enqueue("a", Identity("a"), StagePriority::kNormal));
+  EXPECT_EQ(stager_->ProgressOf("blocker"), CopyProgress::kInFlight);
+  EXPECT_EQ(stager_->ProgressOf("a"), CopyProgress::kQueued);
+  EXPECT_EQ(stager_->ProgressOf("never-queued"), CopyProgress::kNone);
+  env_.Release();
+  stager_->WaitIdle();
+  // Published: no copy is under way any more.
+  EXPECT_TRUE(store_->Contains("a"));
+  EXPECT_EQ(stager_->ProgressOf("a"), CopyProgress::kNone);
+  EXPECT_EQ(stager_->ProgressOf("blocker"), CopyProgress::kNone);
+}
+
 TEST_F(StagerTest, CancelUnwaitedKeepsRequestsSomeoneWaitsFor) {
   Add("blocker", 10, 0);
   Add("unwaited", 100, 1);

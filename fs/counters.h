@@ -25,6 +25,12 @@ struct MountCounters {
   PaddedCounter opens;
   PaddedCounter hits;
   PaddedCounter misses;
+  // The misses by cause (OpenObserver's MissCause); they sum to `misses`.
+  PaddedCounter misses_unplanned;
+  PaddedCounter misses_copy_queued;
+  PaddedCounter misses_copy_in_flight;
+  PaddedCounter misses_left_to_reader;
+  PaddedCounter misses_not_staged_ahead;
   PaddedCounter reads;
   PaddedCounter bytes_from_cache;
   PaddedCounter bytes_from_backing;

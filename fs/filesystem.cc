@@ -458,7 +458,10 @@ Result<OpenResult> FileSystem::OpenCounted(uint64_t ino, int flags, bool open_co
     }
     return opened;
   }
-  if (counted) counters_.misses.Add(1);
+  if (counted) {
+    counters_.misses.Add(1);
+    CountMissCause(node->path);
+  }
   auto fd = OpenBacking(node->path, identity);
   if (!fd.ok()) {
     counters_.backing_errors.Add(1);
@@ -606,6 +609,28 @@ void FileSystem::DropPages(const OpenFile& file, uint64_t offset, uint64_t bytes
   const uint64_t from = offset > kLargestFolio ? offset - kLargestFolio : 0;
   const uint64_t len = offset + bytes >= file.size ? 0 : offset + bytes - from;
   (void)posix_fadvise(fd, static_cast<off_t>(from), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
+}
+
+void FileSystem::CountMissCause(const std::string& path) {
+  const MissCause cause =
+      open_observer_ != nullptr ? open_observer_->OnMiss(path) : MissCause::kUnplanned;
+  switch (cause) {
+    case MissCause::kUnplanned:
+      counters_.misses_unplanned.Add(1);
+      break;
+    case MissCause::kCopyQueued:
+      counters_.misses_copy_queued.Add(1);
+      break;
+    case MissCause::kCopyInFlight:
+      counters_.misses_copy_in_flight.Add(1);
+      break;
+    case MissCause::kLeftToReader:
+      counters_.misses_left_to_reader.Add(1);
+      break;
+    case MissCause::kNotStagedAhead:
+      counters_.misses_not_staged_ahead.Add(1);
+      break;
+  }
 }
 
 void FileSystem::NoteCopyReadError(const std::string& path, const Status& error) {

@@ -233,6 +233,8 @@ class FileSystem {
   // of it (a hit). False if the copy is no longer the store's current one (then open anew).
   bool CountKeptHit(OpenFile& file, Opener reader);
   Result<int> OpenCopy(const std::string& data_path);
+  // Counts a miss of `path` under its cause (the open observer's answer; unplanned without one).
+  void CountMissCause(const std::string& path);
   // A copy failed to open or read for another reason than being gone: counted, and reported to
   // the store (its device's condition, and a pause of serving copies).
   void NoteCopyReadError(const std::string& path, const Status& error);

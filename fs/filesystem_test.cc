@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -181,6 +182,50 @@ TEST_F(FileSystemTest, AnUnstagedFileIsReadFromTheBackingStoreThenServedFromItsC
   EXPECT_EQ(fs_->counters().hits.value.load(), 1u);
   EXPECT_EQ(fs_->counters().bytes_from_cache.value.load(), 100000u);
   EXPECT_EQ(fs_->counters().bytes_from_backing.value.load(), 100000u);
+}
+
+// Answers OnMiss with a cause per path (unplanned for the rest) and records the misses it saw.
+class CauseObserver : public OpenObserver {
+ public:
+  bool OnOpen(const std::string&, Opener) override { return false; }
+  MissCause OnMiss(const std::string& path) override {
+    asked.push_back(path);
+    auto it = causes.find(path);
+    return it != causes.end() ? it->second : MissCause::kUnplanned;
+  }
+  std::map<std::string, MissCause> causes;
+  std::vector<std::string> asked;
+};
+
+TEST_F(FileSystemTest, EachMissIsCountedUnderTheCauseTheObserverGives) {
+  Open(Revalidate::kNever, /*read_through=*/false);
+  CauseObserver observer;
+  observer.causes["train/cat/a.jpg"] = MissCause::kCopyInFlight;
+  observer.causes["train/cat/b.jpg"] = MissCause::kLeftToReader;
+  fs_->set_open_observer(&observer);
+  ReadAll("train/cat/a.jpg");
+  ReadAll("train/cat/a.jpg");
+  ReadAll("train/cat/b.jpg");
+  ReadAll("train/dog/c.jpg");
+  const MountCounters& c = fs_->counters();
+  EXPECT_EQ(c.misses.Get(), 4u);
+  EXPECT_EQ(c.misses_copy_in_flight.Get(), 2u);
+  EXPECT_EQ(c.misses_left_to_reader.Get(), 1u);
+  EXPECT_EQ(c.misses_unplanned.Get(), 1u);
+  EXPECT_EQ(c.misses_copy_queued.Get() + c.misses_not_staged_ahead.Get(), 0u);
+  // A hit asks nothing.
+  auto c_node = cache_stack_->manifest->GetByPath("train/dog/c.jpg");
+  ASSERT_TRUE(c_node.ok() && c_node->has_value());
+  const FileIdentity c_identity = (*c_node)->attr.identity();
+  ASSERT_TRUE(stager_->Enqueue("train/dog/c.jpg", c_identity, StagePriority::kNormal));
+  stager_->WaitIdle();
+  observer.asked.clear();
+  bool from_cache = false;
+  ReadAll("train/dog/c.jpg", &from_cache);
+  EXPECT_TRUE(from_cache);
+  EXPECT_TRUE(observer.asked.empty());
+  EXPECT_EQ(c.misses.Get(), 4u);
+  fs_->set_open_observer(nullptr);
 }
 
 // Files and directories the kernel still held when its connection ended get no RELEASE: the

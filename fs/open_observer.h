@@ -1,7 +1,8 @@
 // OpenObserver: told of every regular-file open the filesystem serves (the plan tracker's hook).
 //
 // OnOpen runs on the FUSE thread before the cache is consulted; it must be O(1), take at most a
-// short mutex and never block on I/O or staging. Returning true means the observer stages this
+// short mutex and never block on I/O or staging. OnMiss, under the same rules, says why an open
+// found no staged copy (the status's miss causes). Returning true means the observer stages this
 // file itself (the filesystem then skips its read-through enqueue). `opener` says who opened:
 // plan inference groups opens by thread, and a plan bound to a user (--plan-uid) follows only that
 // user's opens.
@@ -20,11 +21,23 @@ struct Opener {
   uint32_t uid = kNoUid;
 };
 
+// Why an open missed the cache, as far as the mount can tell at that moment (docs/ADMIN.md,
+// "Why opens miss").
+enum class MissCause {
+  kUnplanned,       // no active plan, or not one of its files (nothing was to stage it ahead)
+  kCopyQueued,      // its copy was queued and had not started: the staging is behind
+  kCopyInFlight,    // its copy was being made: the reader won the race
+  kLeftToReader,    // the prefetcher left it to the reader, too close for a copy to finish first
+  kNotStagedAhead,  // planned, but not staged ahead: past the prefetch window, evicted, no room
+};
+
 class OpenObserver {
  public:
   virtual ~OpenObserver() = default;
   // `path` is relative to the backing root.
   virtual bool OnOpen(const std::string& path, Opener opener) = 0;
+  // Called after OnOpen for an open that found no staged copy.
+  virtual MissCause OnMiss(const std::string& /*path*/) { return MissCause::kUnplanned; }
 };
 
 }  // namespace clairfs

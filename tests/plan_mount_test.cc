@@ -164,6 +164,17 @@ TEST_F(PlanMountTest, HalfCapacityPlanGetsAtLeastLruHits) {
   EXPECT_GT(plan_status["plan"]["prefetched_files"].get<uint64_t>(), 0u);
   EXPECT_LE(plan_status["used_bytes"].get<uint64_t>(), kFiles * kFileBytes / 2);
   EXPECT_TRUE(lru_status["plan"].is_null());
+  // Every miss has one cause; without a plan none is a plan's, and with one every file is planned.
+  for (const nlohmann::json* status : {&lru_status, &plan_status}) {
+    uint64_t sum = 0;
+    for (const auto& [cause, count] : (*status)["miss_causes"].items())
+      sum += count.get<uint64_t>();
+    EXPECT_EQ(sum, (*status)["misses"].get<uint64_t>()) << (*status)["miss_causes"];
+  }
+  EXPECT_EQ(lru_status["miss_causes"]["left_to_reader"], 0u);
+  EXPECT_EQ(lru_status["miss_causes"]["not_staged_ahead"], 0u);
+  EXPECT_GT(lru_status["miss_causes"]["unplanned"].get<uint64_t>(), 0u);
+  EXPECT_EQ(plan_status["miss_causes"]["unplanned"], 0u);
 }
 
 TEST_F(PlanMountTest, CapacityOfTheDatasetServesEveryEpochFromTheCacheAfterPrefetch) {

@@ -107,6 +107,22 @@ void PrintHuman(const nlohmann::json& j) {
   printf("opens       %llu: %llu hits, %llu misses (hit ratio %.1f%%)\n",
          static_cast<unsigned long long>(u("opens")), static_cast<unsigned long long>(u("hits")),
          static_cast<unsigned long long>(u("misses")), 100.0 * j.value("hit_ratio", 0.0));
+  if (u("misses") > 0 && j.contains("miss_causes") && j["miss_causes"].is_object()) {
+    // The causes with a count, largest first would reorder a familiar line: fixed order instead.
+    const auto& m = j["miss_causes"];
+    std::string causes;
+    for (const auto& [key, text] :
+         {std::pair<const char*, const char*>{"copy_in_flight", "copy in flight (reader won)"},
+          {"copy_queued", "copy queued, not started"},
+          {"left_to_reader", "left to the reader"},
+          {"not_staged_ahead", "planned, not staged ahead"},
+          {"unplanned", "no plan for it"}}) {
+      const uint64_t n = m.value(key, uint64_t{0});
+      if (n == 0) continue;
+      causes += (causes.empty() ? "" : ", ") + std::to_string(n) + " " + text;
+    }
+    if (!causes.empty()) printf("missed      %s\n", causes.c_str());
+  }
   if (j.contains("open_mode") && j["open_mode"].value("mode", "open") == "no-open") {
     const auto& m = j["open_mode"];
     printf(

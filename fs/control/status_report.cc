@@ -86,6 +86,12 @@ nlohmann::json BuildStatus(const StatusSources& s) {
   j["misses"] = misses;
   j["hit_ratio"] =
       hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
+  // Why the misses missed, as the mount could tell at each (docs/ADMIN.md, "Why opens miss").
+  j["miss_causes"] = {{"unplanned", c.misses_unplanned.Get()},
+                      {"copy_queued", c.misses_copy_queued.Get()},
+                      {"copy_in_flight", c.misses_copy_in_flight.Get()},
+                      {"left_to_reader", c.misses_left_to_reader.Get()},
+                      {"not_staged_ahead", c.misses_not_staged_ahead.Get()}};
   j["reads"] = c.reads.Get();
   j["bytes_from_cache"] = c.bytes_from_cache.Get();
   j["bytes_from_backing"] = c.bytes_from_backing.Get();

@@ -57,6 +57,16 @@ bool PeerStagingQueue::CancelUnwaited(const std::string& path) {
   return inner_->CancelUnwaited(path);
 }
 
+CopyProgress PeerStagingQueue::ProgressOf(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = wants_.find(path);
+    if (it != wants_.end())
+      return it->second.taken ? CopyProgress::kInFlight : CopyProgress::kQueued;
+  }
+  return inner_->ProgressOf(path);
+}
+
 uint64_t PeerStagingQueue::held_bytes() {
   std::lock_guard<std::mutex> lock(mu_);
   return attached_ ? held_bytes_ : 0;

@@ -66,6 +66,8 @@ class PeerStagingQueue final : public StagingQueue {
                 StagePriority priority) override;
   bool CancelUnwaited(const std::string& path) override;
   StagerStats stats() override;
+  // A want not taken yet is queued, one the agent is bringing in flight; else the stager's answer.
+  CopyProgress ProgressOf(const std::string& path) override;
   // False for a file that would be a want now (another node's file while an agent is attached).
   bool CopiesFromBackingStore(const std::string& path) override;
   bool ExpectsPeerAgent() override { return expects_agent_.load(); }

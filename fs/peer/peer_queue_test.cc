@@ -27,6 +27,9 @@ class RecordingQueue : public StagingQueue {
     s.files_staged = 7;
     return s;
   }
+  CopyProgress ProgressOf(const std::string& path) override {
+    return path == "staging" ? CopyProgress::kInFlight : CopyProgress::kNone;
+  }
   std::vector<std::string> prefetched;
   std::vector<std::string> cancelled;
 };
@@ -72,6 +75,24 @@ TEST(PeerQueueTest, OwnFilesGoToTheStagerOthersToTheAgentInOfferOrder) {
   EXPECT_EQ(p.delivered, 1u);
   EXPECT_EQ(p.failed, 1u);
   EXPECT_EQ(p.bytes_delivered, 10u);
+}
+
+TEST(PeerQueueTest, AWantIsQueuedUntilTakenThenInFlightUntilDelivered) {
+  RecordingQueue stager;
+  PeerStagingQueue queue(&stager);
+  queue.Attach({"mine"}, 1000ms);
+  ASSERT_TRUE(queue.Prefetch("b", kId, StagePriority::kNormal));
+  EXPECT_EQ(queue.ProgressOf("b"), CopyProgress::kQueued);
+  ASSERT_EQ(queue.TakeWants(1).size(), 1u);
+  EXPECT_EQ(queue.ProgressOf("b"), CopyProgress::kInFlight);
+  // Withdrawn while the agent brings it: the transfer is still under way.
+  EXPECT_TRUE(queue.CancelUnwaited("b"));
+  EXPECT_EQ(queue.ProgressOf("b"), CopyProgress::kInFlight);
+  queue.Delivered("b", 10);
+  EXPECT_EQ(queue.ProgressOf("b"), CopyProgress::kNone);
+  // Not a want: the stager's answer.
+  EXPECT_EQ(queue.ProgressOf("staging"), CopyProgress::kInFlight);
+  EXPECT_EQ(queue.ProgressOf("mine"), CopyProgress::kNone);
 }
 
 TEST(PeerQueueTest, WantsPastTheirDeadlineTakenOrNotGoToTheStager) {

@@ -194,6 +194,31 @@ bool PlanRuntime::OnOpen(const std::string& path, Opener opener) {
   return tracker != nullptr && tracker->OnOpen(path, opener);
 }
 
+MissCause PlanRuntime::OnMiss(const std::string& path) {
+  switch (deps_.stager->ProgressOf(path)) {
+    case CopyProgress::kQueued:
+      return MissCause::kCopyQueued;
+    case CopyProgress::kInFlight:
+      return MissCause::kCopyInFlight;
+    case CopyProgress::kNone:
+      break;
+  }
+  std::shared_ptr<PlanTracker> tracker;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!watching_) tracker = tracker_;
+  }
+  if (tracker == nullptr || tracker->dropped()) return MissCause::kUnplanned;
+  const std::optional<uint32_t> file = tracker->IndexOf(path);
+  if (!file) return MissCause::kUnplanned;
+  std::lock_guard<std::mutex> lock(left_mu_);
+  if (left_owner_ == tracker.get() &&
+      std::binary_search(left_files_.begin(), left_files_.end(), *file)) {
+    return MissCause::kLeftToReader;
+  }
+  return MissCause::kNotStagedAhead;
+}
+
 nlohmann::json PlanRuntime::StatusJson() {
   std::shared_ptr<PlanTracker> t;
   std::shared_ptr<PlanWatcher> watcher;
@@ -365,6 +390,11 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     identities_owner_ = tracker;
     peer_agent_seen_ = false;
     seen_.assign(tracker->num_files(), 0);
+    {
+      std::lock_guard<std::mutex> lock(left_mu_);
+      left_owner_ = tracker;
+      left_files_.clear();
+    }
     acted = true;
   }
   if (tracker->NeedsAdvance()) {
@@ -454,6 +484,7 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
   uint64_t lead = 0;
   bool contiguous = true;
   std::vector<const Admitted*> to_stage;
+  left_next_.clear();
   for (const Admitted& a : admitted) {
     if (a.cached) {
       if (contiguous) ++lead;
@@ -462,7 +493,15 @@ bool PlanRuntime::PrefetchPass(PlanTracker* tracker) {
     contiguous = false;
     if (a.time >= stage_from || !deps_.stager->CopiesFromBackingStore(tracker->PathOf(a.file))) {
       to_stage.push_back(&a);
+    } else {
+      left_next_.push_back(a.file);
     }
+  }
+  std::sort(left_next_.begin(), left_next_.end());
+  {
+    std::lock_guard<std::mutex> lock(left_mu_);
+    left_owner_ = tracker;
+    left_files_.swap(left_next_);
   }
   std::unordered_set<std::string_view> staging;
   for (size_t i = 0; i < to_stage.size(); ++i) {

@@ -91,6 +91,9 @@ class PlanRuntime final : public OpenObserver {
   void Stop();
 
   bool OnOpen(const std::string& path, Opener opener) override;
+  // A copy under way (the staging queue's ProgressOf) first; then, under a plan, whether the
+  // last pass left the file to the reader, or the plan has it but it was not staged ahead.
+  MissCause OnMiss(const std::string& path) override;
   // One pass of the prefetcher (the thread runs one every few ms): handles a dropped plan, or
   // generates the next epoch if due, queues and withdraws copies. True if it did any of that.
   // Not while the thread runs.
@@ -169,6 +172,12 @@ class PlanRuntime final : public OpenObserver {
   // The first-epoch rule holds the prefetcher back now (read by StatusJson).
   std::atomic<bool> awaiting_peer_agents_{false};
   std::atomic<uint64_t> passes_{0};
+  std::vector<uint32_t> left_next_;  // the files this pass leaves to the reader (then swapped)
+  // The files the last pass of `left_owner_`'s plan left to the reader, sorted (OnMiss reads
+  // them on FUSE threads).
+  std::mutex left_mu_;
+  const PlanTracker* left_owner_ = nullptr;
+  std::vector<uint32_t> left_files_;
   std::vector<uint8_t> seen_;  // by file: already looked at in this pass (all 0 between passes)
   std::vector<uint32_t> seen_list_;  // the files marked in seen_ by this pass
 };

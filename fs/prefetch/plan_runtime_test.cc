@@ -62,6 +62,12 @@ class FakeQueue : public StagingQueue {
     return s;
   }
 
+  CopyProgress ProgressOf(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (flying.count(path) != 0) return CopyProgress::kInFlight;
+    return queued.count(path) != 0 ? CopyProgress::kQueued : CopyProgress::kNone;
+  }
+
   // As the peer tier's queue: files a peer would bring, and the bytes held for home files.
   bool CopiesFromBackingStore(const std::string& path) override {
     std::lock_guard<std::mutex> lock(mu);
@@ -86,6 +92,7 @@ class FakeQueue : public StagingQueue {
   bool expects_agent = false;
   bool agent_attached = false;
   std::set<std::string> queued;  // requested and neither completed nor withdrawn
+  std::set<std::string> flying;  // being copied (the test says so; ProgressOf reports it)
   std::vector<std::pair<std::string, StagePriority>> requests;
   std::vector<std::string> cancelled;
   uint64_t in_flight = 0;
@@ -417,6 +424,30 @@ TEST_F(PlanRuntimeTest, LeavesToTheReaderTheFilesItReachesBeforeACopyFinishes) {
   }
   EXPECT_EQ(runtime_->StatusJson()["left_to_reader"], 0u);
   EXPECT_EQ(queue_.queued, std::set<std::string>(order_.begin() + 32, order_.end()));
+}
+
+TEST_F(PlanRuntimeTest, MissCausesFollowThePrefetchersLastPass) {
+  MakeDatasetAndStart(std::vector<uint64_t>(64, kBlock), "torch-distributed:seed=11,world=1",
+                      32 * kBlock);
+  ASSERT_NO_FATAL_FAILURE(ReaderOpensSixteenWhileFourCopiesAreInFlight());
+  // Positions 16..23 were left to the reader, 24..47 are queued, 48.. are past the window.
+  EXPECT_EQ(runtime_->OnMiss(order_[16]), MissCause::kLeftToReader);
+  EXPECT_EQ(runtime_->OnMiss(order_[23]), MissCause::kLeftToReader);
+  EXPECT_EQ(runtime_->OnMiss(order_[24]), MissCause::kCopyQueued);
+  queue_.queued.erase(order_[25]);
+  queue_.flying.insert(order_[25]);
+  EXPECT_EQ(runtime_->OnMiss(order_[25]), MissCause::kCopyInFlight);
+  EXPECT_EQ(runtime_->OnMiss(order_[48]), MissCause::kNotStagedAhead);
+  EXPECT_EQ(runtime_->OnMiss("cls_0/not_in_the_dataset.jpg"), MissCause::kUnplanned);
+  // The next pass leaves other files to the reader: the earlier ones are not counted as left.
+  for (size_t i = 16; i < 24; ++i) ReaderOpens(order_[i]);
+  clock_.AdvanceMs(125);
+  runtime_->RunPass();
+  EXPECT_EQ(runtime_->OnMiss(order_[17]), MissCause::kNotStagedAhead);
+  // Without a plan nothing is planned, but a copy under way is still one.
+  runtime_->Clear();
+  EXPECT_EQ(runtime_->OnMiss(order_[60]), MissCause::kUnplanned);
+  EXPECT_EQ(runtime_->OnMiss(order_[25]), MissCause::kCopyInFlight);
 }
 
 TEST_F(PlanRuntimeTest, FilesAPeerBringsAreAskedForInsideTheReadersLead) {

@@ -441,7 +441,17 @@ nlohmann::json Phase(const std::string& name, double seconds, const Snapshot& to
                      const Snapshot* from, const PfsEmuCounters& pfs_from,
                      const PeersEpochRead& read) {
   uint64_t local = 0, peers = 0, backing = 0, hits = 0, misses = 0;
+  nlohmann::json causes = nlohmann::json::object();
   for (size_t i = 0; i < to.status.size(); ++i) {
+    // The daemons' miss causes, summed over the nodes (docs/ADMIN.md, "Why opens miss").
+    const nlohmann::json none = nlohmann::json::object();
+    const nlohmann::json& now = to.status[i].value("miss_causes", none);
+    for (const auto& [cause, count] : now.items()) {
+      const nlohmann::json& before =
+          from != nullptr ? from->status[i].value("miss_causes", none) : none;
+      causes[cause] = causes.value(cause, uint64_t{0}) + count.get<uint64_t>() -
+                      before.value(cause, uint64_t{0});
+    }
     const uint64_t cache = Delta(to, from, i, "bytes_from_cache");
     const uint64_t peer = Delta(to, from, i, "bytes_from_peer_copies");
     local += cache - peer;
@@ -465,6 +475,7 @@ nlohmann::json Phase(const std::string& name, double seconds, const Snapshot& to
           {"bytes_from_pfs", backing},
           {"hits", hits},
           {"misses", misses},
+          {"miss_causes", causes},
           {"node_seconds", read.node_seconds},
           {"read_ms",
            {{"median", read.read_ms_median}, {"p99", read.read_ms_p99}, {"max", read.read_ms_max}}},
@@ -484,6 +495,13 @@ nlohmann::json SumPhases(const nlohmann::json& phases) {
     for (const auto& p : phases) sum += p[k].get<uint64_t>();
     job[k] = sum;
   }
+  nlohmann::json causes = nlohmann::json::object();
+  for (const auto& p : phases) {
+    for (const auto& [cause, count] : p["miss_causes"].items()) {
+      causes[cause] = causes.value(cause, uint64_t{0}) + count.get<uint64_t>();
+    }
+  }
+  job["miss_causes"] = causes;
   double seconds = 0;
   nlohmann::json cpu = {{"daemons", 0.0}, {"agents", 0.0}, {"readers", 0.0}, {"total", 0.0}};
   for (const auto& p : phases) {
