@@ -131,6 +131,14 @@ nlohmann::json EpochJson(const ClusterEpochResult& e, uint64_t dataset_bytes) {
                         {"time_s", e.time},
                         {"stall_s", e.stall}};
   if (e.refused_wants > 0) row["refused_wants"] = e.refused_wants;  // only with --refusal-ms
+  // The local misses by cause, named as a live mount's status names them (docs/ADMIN.md).
+  const uint64_t in_flight = e.late_transfers + e.late_copies + e.unrefused_wants;
+  const uint64_t misses = e.reads - e.local_hits;
+  const uint64_t known = in_flight + e.staging_behind + e.left_to_reader;
+  row["miss_causes"] = {{"copy_in_flight", in_flight},
+                        {"copy_queued", e.staging_behind},
+                        {"left_to_reader", e.left_to_reader},
+                        {"not_staged_ahead", misses > known ? misses - known : 0}};
   return row;
 }
 

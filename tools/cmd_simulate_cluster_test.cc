@@ -43,6 +43,15 @@ TEST(SimulateClusterCli, PrintsEveryPlacementAsJson) {
     ASSERT_EQ(p["epochs"].size(), 2u) << placement;
     EXPECT_EQ(p["total"]["reads"], 800) << placement;
     EXPECT_LE(p["max_node_bytes"].get<uint64_t>(), out["node_capacity_bytes"].get<uint64_t>());
+    // The local misses by cause, named as a live mount's status names them, sum to the misses.
+    for (const auto& e : p["epochs"]) {
+      uint64_t causes = 0;
+      for (const char* cause :
+           {"copy_in_flight", "copy_queued", "left_to_reader", "not_staged_ahead"}) {
+        causes += e["miss_causes"][cause].get<uint64_t>();
+      }
+      EXPECT_EQ(causes, e["reads"].get<uint64_t>() - e["local_hits"].get<uint64_t>()) << e;
+    }
   }
   EXPECT_EQ(out["placements"]["none"]["total"]["peer_bytes"], 0);
 }

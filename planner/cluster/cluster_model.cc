@@ -101,6 +101,9 @@ ClusterEpochResult ClusterRunResult::Total() const {
     total.staged_files += e.staged_files;
     total.late_transfers += e.late_transfers;
     total.late_copies += e.late_copies;
+    total.left_to_reader += e.left_to_reader;
+    total.staging_behind += e.staging_behind;
+    total.unrefused_wants += e.unrefused_wants;
     total.refused_wants += e.refused_wants;
     total.time += e.time;
     total.stall += e.stall;

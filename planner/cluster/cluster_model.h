@@ -97,8 +97,15 @@ struct ClusterEpochResult {
   uint64_t late_transfers = 0;  // reads that found their peer copy still in flight (misses)
   uint64_t late_copies = 0;     // reads that found their PFS copy still in flight (misses)
   uint64_t refused_wants = 0;   // wants the home had no copy for (model.refusal_time only)
-  double time = 0;              // seconds: the sum of the epoch's steps
-  double stall = 0;             // seconds the readers waited beyond the per-sample work
+  // Misses by cause, as a live mount's status counts them (docs/ADMIN.md, "Why opens miss"):
+  // late_transfers, late_copies and unrefused_wants are its copy_in_flight, left_to_reader its
+  // left_to_reader, staging_behind (the stager had not reached the file, out of credit, where a
+  // live one would have its copy queued) its copy_queued; the rest are not_staged_ahead.
+  uint64_t left_to_reader = 0;
+  uint64_t staging_behind = 0;
+  uint64_t unrefused_wants = 0;  // reads that found their want not refused yet (copy_in_flight)
+  double time = 0;               // seconds: the sum of the epoch's steps
+  double stall = 0;              // seconds the readers waited beyond the per-sample work
 
   double LocalHitRatio() const {
     return reads ? static_cast<double>(local_hits) / static_cast<double>(reads) : 0.0;

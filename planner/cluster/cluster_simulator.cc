@@ -10,6 +10,7 @@
 #include <queue>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "planner/cluster/cluster_holds.h"
@@ -65,6 +66,8 @@ struct NodeState {
   // starting order (one copy time for all), and each file's latest publish.
   std::deque<std::pair<double, uint32_t>> copying;
   std::unordered_map<uint32_t, double> copy_done_at;
+  // Files the stager passed by as the reader's (model.leave_to_reader) and not read since.
+  std::unordered_set<uint32_t> left;
 };
 
 class Simulation {
@@ -260,7 +263,10 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
     if (beyond_depth && !transfer) break;
     // The live prefetcher leaves to the reader the PFS copies it would reach first; a peer's
     // copy losing the race costs the PFS nothing, so it is asked for anyway (docs/PEERS.md).
-    if (!transfer && s.ahead < now + left_to_reader) continue;
+    if (!transfer && s.ahead < now + left_to_reader) {
+      s.left.insert(file);
+      continue;
+    }
     const auto bytes = static_cast<double>(size);
     // A copy from the PFS costs its CPU (and, on the clairfs placement's mounts, which have a
     // peer key, its digest's) to the node that stages it: the asker, or the home for it.
@@ -337,6 +343,7 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   ++tally->reads;
   ++step_opens_;
   const bool has = s.cache.Has(file);
+  const bool was_left = !s.left.empty() && s.left.erase(file) != 0;
   if (has) s.cache.Rekey(file, SimulatedNodeCache::KeyFor(file, NextUse(node, file, now + 1), now));
   // A PFS copy still in flight: the reader got there first, misses and reads the PFS itself.
   const bool late_copy = has && Copying(s, file);
@@ -367,8 +374,14 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   // copy still arrives (the live tier leaves a withdrawn transfer to arrive).
   if (late_copy) {
     ++tally->late_copies;
-  } else if (has && !withdrawn) {
+  } else if (withdrawn) {
+    ++tally->unrefused_wants;
+  } else if (has) {
     ++tally->late_transfers;
+  } else if (was_left) {
+    ++tally->left_to_reader;
+  } else if (now >= s.ahead) {
+    ++tally->staging_behind;  // the stager had not reached it: out of credit
   }
   // NoPFS reads a miss from a node that holds the file; clairfs's readers never wait for a peer
   // (docs/PEERS.md): a miss is read from the PFS.

@@ -104,12 +104,38 @@ TEST(ClusterSimulatorTest, TwoNodesTenFilesByHand) {
   EXPECT_EQ(e0.pfs_opens, 12u);
   EXPECT_DOUBLE_EQ(e0.time, 10.5);
   EXPECT_DOUBLE_EQ(e0.stall, 0.5);
+  // Step 0's misses: the stagers had no credit yet (a live stager's copies would be queued).
+  EXPECT_EQ(e0.staging_behind, 2u);
+  EXPECT_EQ(e0.left_to_reader, 0u);
   const ClusterEpochResult& e1 = run.epochs[1];
   EXPECT_EQ(e1.local_hits, 10u);
   EXPECT_EQ(e1.pfs_bytes, 0u);
   EXPECT_DOUBLE_EQ(e1.time, 10.0);
   EXPECT_DOUBLE_EQ(e1.stall, 0.0);
   EXPECT_EQ(run.max_node_bytes, 5 * kMiB);
+}
+
+// Files the stager leaves to the reader are misses of that cause. Node 0 reads 0, 2, 4, 6, 8 (node
+// 1 the odd files), caches of 2 MiB (depth one file), 1 s per sample, unlimited PFS, and the reader
+// is left what it reaches within 2.5 s: 3 positions at 1 position per second, none before any step.
+// Step 0 stages the first two files (hits); step 1 leaves positions 2 and 3 to the reader, step 2
+// position 4: three misses per node, all left to the reader.
+TEST(ClusterSimulatorTest, FilesLeftToTheReaderAreMissesOfThatCause) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model = TwoNodesOneRankEach(2 * kMiB);
+  model.leave_to_reader = 2.5;
+  ClusterRunResult run = Simulate(plan.get(), 1, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(run.epochs.size(), 1u);
+  EXPECT_EQ(run.epochs[0].local_hits, 4u);
+  EXPECT_EQ(run.epochs[0].left_to_reader, 6u);
+  EXPECT_EQ(run.epochs[0].staging_behind, 0u);
+  EXPECT_EQ(run.epochs[0].late_copies, 0u);
+  model.leave_to_reader = 0;
+  ClusterRunResult all = Simulate(plan.get(), 1, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(all.epochs.size(), 1u);
+  EXPECT_EQ(all.epochs[0].local_hits, 10u);
+  EXPECT_EQ(all.epochs[0].left_to_reader, 0u);
 }
 
 // A PFS copy takes 1.5 s from its start to its publish (steps of 1 s): each node's stager starts
@@ -460,6 +486,7 @@ TEST(ClusterSimulatorTest, AHomeWithoutACopyRefusesAndTheAskerStagesFromThePfs) 
   EXPECT_EQ(slow.epochs[1].local_hits, 3u);
   EXPECT_EQ(slow.epochs[1].pfs_reads, 1u);
   EXPECT_EQ(slow.epochs[1].late_transfers, 0u);
+  EXPECT_EQ(slow.epochs[1].unrefused_wants, 1u);  // a live want still taken: copy_in_flight
   EXPECT_EQ(slow.Total().pfs_bytes, 6 * kMiB);
   EXPECT_EQ(slow.Total().pfs_opens, 6u);
 }
