@@ -417,6 +417,11 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_flag("--peer-window", cluster->peer_window,
                 "With --nodes: clairfs's copies from peers may go beyond the prefetch depth, "
                 "evicting copies of later use, as the live peer window lets them (default off)");
+  cmd->add_flag("--queued-wants", cluster->queued_wants,
+                "With --nodes: a want the agent cannot take yet (its transfers in flight or its "
+                "daemon calls spent) waits in the node's queue while the stager goes on to the "
+                "PFS copies behind it, as the live prefetcher queues its whole window (default "
+                "off: the stager stops at it)");
   cmd->add_option("--transfer-ms", cluster->transfer_ms,
                   "With --nodes: ms from asking a peer for a copy to its publish; a reader that "
                   "comes first misses and reads the PFS (default 0: at once)")
@@ -451,7 +456,9 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--leave-to-reader-ms", cluster->leave_to_reader_ms,
                   "With --nodes: a PFS copy the reader would reach within this many ms (at its "
                   "pace so far) is left to it, as the live prefetcher leaves what it reaches "
-                  "within twice a copy's time (default 0: none)")
+                  "within twice a copy's time (default 0: none); `measured`: twice the copy "
+                  "time each node's stager measures, as live: --pfs-copy-ms while it has PFS "
+                  "copies in flight, halved for each 50 ms with none")
       ->type_name("MS");
   cmd->add_option("--placement", cluster->placement,
                   "With --nodes: what nodes keep for each other: none, nopfs, clairfs or all "

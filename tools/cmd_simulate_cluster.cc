@@ -257,12 +257,17 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
         MsFlag{&a.agent_call_ms, "--agent-call-ms", &model.agent_call_time},
         MsFlag{&a.pfs_copy_ms, "--pfs-copy-ms", &model.pfs_copy_time},
         MsFlag{&a.leave_to_reader_ms, "--leave-to-reader-ms", &model.leave_to_reader}}) {
+    if (f.into == &model.leave_to_reader && *f.text == "measured") {
+      model.leave_as_measured = true;
+      continue;
+    }
     auto value = ParseDecimal(*f.text, f.flag);
     if (!value.ok()) return Fail(kSimulateClusterCommand, value.status());
     *f.into = *value / 1000.0;
   }
   model.transfers_in_flight = a.transfers_in_flight;
   model.peer_window = a.peer_window;
+  model.queued_wants = a.queued_wants;
   const bool setup_from_bench = a.setup_s == "bench";
   if (setup_from_bench && a.compare.empty()) {
     return UsageError(kSimulateClusterCommand,
@@ -355,10 +360,12 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
       {"copy_cpu_s", model.copy_cpu},
       {"digest_cpu_s", model.digest_cpu},
       {"peer_window", model.peer_window},
+      {"queued_wants", model.queued_wants},
       {"transfer_cpu_s", model.transfer_cpu},
       {"transfer_s", model.transfer_time},
       {"transfers_in_flight", model.transfers_in_flight},
-      {"leave_to_reader_s", model.leave_to_reader}};
+      {"leave_to_reader_s", model.leave_as_measured ? nlohmann::json("measured")
+                                                    : nlohmann::json(model.leave_to_reader)}};
   // The wants queue's figures only when given, so that the JSON without them is as before.
   if (model.transfer_slot_time > 0) out["model"]["transfer_slot_s"] = model.transfer_slot_time;
   if (model.refusal_time > 0) out["model"]["refusal_s"] = model.refusal_time;
@@ -451,28 +458,35 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
       RateText(model.nvme_bandwidth, 1e6, "MB/s").c_str(), model.work * 1000,
       model.copy_time * 1000);
   if (setup_from_bench || model.setup_time > 0 || !std::isinf(model.cores) ||
-      model.transfer_time > 0 || model.leave_to_reader > 0 || model.peer_window) {
+      model.transfer_time > 0 || model.leave_to_reader > 0 || model.leave_as_measured ||
+      model.peer_window) {
     char setup[32];
     snprintf(setup, sizeof(setup), "%g s", model.setup_time);
     char cores[32];
     snprintf(cores, sizeof(cores), "%g", model.cores);
+    char leave_ms[32];
+    snprintf(leave_ms, sizeof(leave_ms), "%g ms", model.leave_to_reader * 1000);
+    const std::string leave =
+        model.leave_as_measured ? "twice the copy time each stager measures" : leave_ms;
     printf(
         "setup %s, %g s per mount; %s cores shared (readers' share %g), CPU ms per open %g, "
         "per PFS copy %g (+%g with a peer key), per peer copy %g; peer copies take %g ms, %s in "
-        "flight per node, peer window %s; PFS copies the reader reaches within %g ms left to it\n",
+        "flight per node, peer window %s; PFS copies the reader reaches within %s left to it\n",
         setup_from_bench ? "the bench's" : setup, model.mount_time,
         std::isinf(model.cores) ? "unlimited" : cores, model.reader_share, model.open_cpu * 1000,
         model.copy_cpu * 1000, model.digest_cpu * 1000, model.transfer_cpu * 1000,
         model.transfer_time * 1000,
         model.transfers_in_flight ? std::to_string(model.transfers_in_flight).c_str() : "unlimited",
-        model.peer_window ? "on" : "off", model.leave_to_reader * 1000);
+        model.peer_window ? "on" : "off", leave.c_str());
   }
   if (model.transfer_slot_time > 0 || model.refusal_time > 0) {
     printf(
         "wants queue: a transfer holds its slot %g ms; a home without a copy refuses after %g "
-        "ms%s\n",
+        "ms%s; %s\n",
         (model.transfer_slot_time > 0 ? model.transfer_slot_time : model.transfer_time) * 1000,
-        model.refusal_time * 1000, model.refusal_time > 0 ? "" : " (off: it stages the file)");
+        model.refusal_time * 1000, model.refusal_time > 0 ? "" : " (off: it stages the file)",
+        model.queued_wants ? "wants the agent cannot take yet wait while PFS copies go on"
+                           : "the stager stops at a want the agent cannot take yet");
   }
   if (model.agent_call_time > 0) {
     printf("agents: one daemon call at a time, %g ms each\n", model.agent_call_time * 1000);

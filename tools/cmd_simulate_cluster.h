@@ -61,6 +61,7 @@ struct ClusterSimulateArgs : SimulateDatasetArgs {
   std::string leave_to_reader_ms = "0";
   std::string pfs_copy_ms = "0";  // 0: a PFS copy is there as soon as it is paid for
   bool peer_window = false;
+  bool queued_wants = false;
   std::string placement = "all";
   // `clairfs bench peers --json` outputs to print beside the model (their medians).
   std::vector<std::string> compare;

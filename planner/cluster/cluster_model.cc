@@ -73,6 +73,10 @@ Status CheckClusterModel(const ClusterModel& model) {
           "--leave-to-reader-ms must be finite");
     }
   }
+  if (model.leave_as_measured && (model.pfs_copy_time <= 0 || model.leave_to_reader > 0)) {
+    return Status::Invalid(
+        "--leave-to-reader-ms measured needs --pfs-copy-ms (the copy time the stagers measure)");
+  }
   if (model.transfer_slot_time > model.transfer_time) {
     return Status::Invalid(
         "--transfer-slot-ms must be at most --transfer-ms (the copy arrives "

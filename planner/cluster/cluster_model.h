@@ -73,6 +73,16 @@ struct ClusterModel {
   // A PFS copy the reader would reach within this many seconds is left to the reader (the live
   // prefetcher's "twice a copy's time"); 0: none. Copies from peers are exempt (docs/PEERS.md).
   double leave_to_reader = 0;
+  // Instead of a fixed leave_to_reader, each node leaves what its reader reaches within twice the
+  // copy time its stager measures, as the live prefetcher does (Little's law over 50 ms samples):
+  // pfs_copy_time while the node has PFS copies in flight, halved for each 50 ms with none, so a
+  // node whose files come from peers leaves (almost) nothing (docs/SIMULATOR.md).
+  bool leave_as_measured = false;
+  // clairfs: a want the agent cannot take yet (its transfers in flight or its daemon calls are
+  // spent) waits in the node's queue, in the order made, while the stager goes on to the PFS
+  // copies behind it, as the live prefetcher queues its whole window and the agent takes wants as
+  // it can. Off: the stager stops at such a want.
+  bool queued_wants = false;
   // The live peer window (docs/PEERS.md): clairfs's copies from peers may go beyond the prefetch
   // depth, evicting copies of later use, not only into free space. Off: every copy as from the PFS.
   bool peer_window = false;

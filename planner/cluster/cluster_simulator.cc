@@ -24,6 +24,8 @@ namespace {
 // The plan policy stages 1/8 of the capacity ahead (the mount's prefetcher and the single-node
 // simulator do the same).
 constexpr uint64_t kPrefetchDepthDivisor = 8;
+// The live prefetcher leaves the reader what it reaches within this many copy times.
+constexpr double kLeadMargin = 2;
 
 // `rate` x `seconds` less what was used, never negative; unlimited stays unlimited (and 0 s of an
 // unlimited rate is still unlimited: inf x 0 would be NaN).
@@ -68,7 +70,19 @@ struct NodeState {
   std::unordered_map<uint32_t, double> copy_done_at;
   // Files the stager passed by as the reader's (model.leave_to_reader) and not read since.
   std::unordered_set<uint32_t> left;
+  // model.queued_wants: wants the agent could not take yet, (position, file) in the order they
+  // were made, and their files (a file leaves the set when its reader gets there first).
+  std::deque<std::pair<uint64_t, uint32_t>> waiting;
+  std::unordered_set<uint32_t> waiting_set;
+  // model.leave_as_measured: the copy time this node's stager measures (seconds), and the current
+  // 50 ms sample: its steps' seconds so far and whether a PFS copy was in flight in any of them.
+  double copy_estimate = 0;
+  double sample_time = 0;
+  bool sample_busy = false;
 };
+
+// The live prefetcher's sample interval for its copy-time estimate (fs/prefetch/plan_runtime.cc).
+constexpr double kCopySampleSeconds = 0.05;
 
 class Simulation {
  public:
@@ -130,6 +144,20 @@ class Simulation {
   uint32_t HomeToStage(uint32_t node, uint32_t file) const;
   void MarkHeld(uint32_t node, uint32_t file);
   void Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally);
+  // What one file of a stager's walk came to: staged; passed by (held, too large, left to the
+  // reader, already wanted); queued behind the wants that wait for the agent; or the walk stops
+  // (past the depth, out of credit or room; a waiting want the agent still cannot take).
+  enum class StageResult { kStaged, kSkipped, kQueued, kStop };
+  struct StageContext {
+    uint64_t now = 0;             // the reader's position
+    uint64_t left_to_reader = 0;  // LeftToReader at this step
+    bool peer_window = false;
+    bool draining = false;  // the file is a waiting want (model_.queued_wants)
+  };
+  StageResult StageAt(uint32_t node, uint64_t position, uint32_t file, const StageContext& c,
+                      ClusterEpochResult* tally);
+  // Puts the want of `file` at `position` at the back of the node's waiting wants.
+  static StageResult Queue(NodeState& s, uint64_t position, uint32_t file);
   void Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochResult* tally);
   void EndStep(ClusterEpochResult* tally);
   void LoadedAnotherEpoch();
@@ -155,9 +183,12 @@ class Simulation {
   size_t InFlight(const NodeState& s) const {
     return WantsQueue() ? s.slots.size() : s.arriving.size();
   }
-  // Positions ahead of the reader the stager leaves to it (model_.leave_to_reader at the readers'
-  // pace so far; 0 without the rule or before any time has passed).
-  uint64_t LeftToReader() const;
+  // Positions ahead of `s`'s reader that its stager leaves to it (model_.leave_to_reader, or twice
+  // the node's measured copy time, at the readers' pace so far; 0 without the rule or before any
+  // time has passed).
+  uint64_t LeftToReader(const NodeState& s) const;
+  // model_.leave_as_measured: a node's copy-time estimate after `step` more seconds.
+  void SampleCopyTime(NodeState& s, double step) const;
 
   const std::vector<uint64_t>& sizes_;
   ClusterModel model_;
@@ -206,19 +237,32 @@ void Simulation::MarkHeld(uint32_t node, uint32_t file) {
 }
 
 // The node's stager before a read at `now`: the plan policy's prefetch (cache_simulator.h), in
-// plan order up to depth_ files ahead (further only into free space), paid from its credit.
+// plan order up to depth_ files ahead (further only into free space), paid from its credit. With
+// model_.queued_wants, first the wants waiting for the agent, in the order they were made.
 void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
   NodeState& s = nodes_[node];
-  const uint64_t capacity = s.cache.capacity();
   if (s.ahead < now) s.ahead = now;
   s.credit_limited = false;
   s.cpu_limited = false;
-  const uint64_t left_to_reader = LeftToReader();
-  const double digest_cpu = placement_ == ClusterPlacement::kClairfs ? model_.digest_cpu : 0.0;
-  const bool peer_window =
-      model_.peer_window && placement_ == ClusterPlacement::kClairfs && !in_setup_;
-  const bool refusals = model_.refusal_time > 0 && model_.transfer_time > 0 &&
-                        placement_ == ClusterPlacement::kClairfs;
+  StageContext c;
+  c.now = now;
+  c.left_to_reader = LeftToReader(s);
+  c.peer_window = model_.peer_window && placement_ == ClusterPlacement::kClairfs && !in_setup_;
+  while (!s.waiting.empty()) {
+    const auto [position, file] = s.waiting.front();
+    // Gone from the set: its reader came first (a miss), so nobody wants it any more.
+    if (s.waiting_set.count(file) == 0 || position < now) {
+      s.waiting_set.erase(file);
+      s.waiting.pop_front();
+      continue;
+    }
+    c.draining = true;
+    const StageResult r = StageAt(node, position, file, c, tally);
+    if (r == StageResult::kStop || r == StageResult::kQueued) break;
+    s.waiting_set.erase(file);
+    s.waiting.pop_front();
+  }
+  c.draining = false;
   // Before the agents attach (the setup), a live mount of part of a peer job's world stages only
   // the plan's first epoch: the next one's files are other nodes' shards (docs/PEERS.md).
   const bool first_epoch_only =
@@ -227,114 +271,138 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
   for (; s.ahead < horizon; ++s.ahead) {
     const uint64_t next = FileAt(node, s.ahead);
     if (next == kNeverRead) continue;
-    const auto file = static_cast<uint32_t>(next);
-    const uint64_t size = sizes_[file];
-    // Beyond the prefetch depth a copy goes only into free space; with the peer window a peer's
-    // copy may evict copies of later use there too (docs/PEERS.md, "The window a peer's files
-    // get"), so the walk goes on to see where the next file comes from.
-    const bool beyond_depth = s.ahead >= now + depth_ && s.cache.used() + size > capacity;
-    if (beyond_depth && !peer_window) break;
-    if (s.cache.Has(file) || size > capacity) continue;
-    uint32_t peer = kNoNode;
-    uint32_t home_to_stage = kNoNode;
-    uint32_t server = kNoNode;  // the node whose agent answers the want
-    bool refused = false;  // a want the home has no copy for: staged from the PFS after a refusal
-    if (in_setup_) {
-    } else if (refusals) {
-      // Live, every file of another home is a want; the home serves any copy it has published
-      // and refuses the rest ("not from a peer"), which the asker then stages from the PFS.
-      const uint32_t home = placement_homes_->Home(file, live_);
-      if (home != node && home != kNoNode) {
-        const NodeState& h = nodes_[home];
-        server = home;
-        if (h.cache.Has(file) && !Arriving(h, file)) {
-          peer = home;
-        } else {
-          refused = true;
-        }
-      }
-    } else {
-      peer = PeerSource(node, file);
-      if (peer == kNoNode) home_to_stage = HomeToStage(node, file);
-      server = peer != kNoNode ? peer : home_to_stage;
-    }
-    const bool from_pfs = peer == kNoNode;  // directly, or through the home that stages it
-    const bool transfer = peer != kNoNode || home_to_stage != kNoNode || refused;
-    if (beyond_depth && !transfer) break;
-    // The live prefetcher leaves to the reader the PFS copies it would reach first; a peer's
-    // copy losing the race costs the PFS nothing, so it is asked for anyway (docs/PEERS.md).
-    if (!transfer && s.ahead < now + left_to_reader) {
-      s.left.insert(file);
-      continue;
-    }
-    const auto bytes = static_cast<double>(size);
-    // A copy from the PFS costs its CPU (and, on the clairfs placement's mounts, which have a
-    // peer key, its digest's) to the node that stages it: the asker, or the home for it.
-    const double pfs_copy_cpu = model_.copy_cpu + digest_cpu;
-    const double cpu =
-        transfer && !refused ? model_.transfer_cpu + (from_pfs ? pfs_copy_cpu : 0.0) : pfs_copy_cpu;
-    // The asker's agent takes the memory file and delivers it (or gives the want up); the home's
-    // serves the copy (or refuses).
-    const double asker_calls = transfer ? (refused ? 1.0 : 2.0) : 0.0;
-    const double server_calls = transfer && server != kNoNode ? 1.0 : 0.0;
-    if (s.net_credit < bytes || s.copy_credit < 1 || s.cpu_credit < cpu ||
-        s.agent_calls < asker_calls ||
-        (server_calls > 0 && nodes_[server].agent_calls < server_calls) ||
-        (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1)) ||
-        (transfer && model_.transfer_time > 0 && model_.transfers_in_flight > 0 &&
-         InFlight(s) >= model_.transfers_in_flight)) {
-      s.credit_limited = true;
-      s.cpu_limited = s.cpu_credit < cpu;
-      break;
-    }
-    if (!s.cache.MakeRoom(size, s.ahead, sizes_)) break;
-    if (home_to_stage != kNoNode) {
-      SimulatedNodeCache& home = nodes_[home_to_stage].cache;
-      if (home.MakeRoom(size, std::nullopt, sizes_)) {
-        home.Insert(file, SimulatedNodeCache::Key{kNeverRead, ~s.ahead}, sizes_);
-        MarkHeld(home_to_stage, file);
-        peer = home_to_stage;
-      }
-    }
-    s.net_credit -= bytes;
-    s.copy_credit -= 1;
-    s.cpu_credit -= cpu;
-    s.agent_calls -= asker_calls;
-    if (server_calls > 0) nodes_[server].agent_calls -= server_calls;
-    if (transfer && model_.transfer_time > 0) {
-      // A refused want arrives as a PFS copy once refused and copied; a transfer frees its slot
-      // when its bytes are in, before the copy is published.
-      const double arrival =
-          clock_ + (refused ? model_.refusal_time + model_.pfs_copy_time : model_.transfer_time);
-      s.arriving.emplace_back(arrival, file);
-      s.arrival_of[file] = arrival;
-      if (WantsQueue()) {
-        s.slots.push(refused || model_.transfer_slot_time <= 0
-                         ? arrival
-                         : clock_ + model_.transfer_slot_time);
-      }
-    }
-    if (refused) {
-      ++tally->refused_wants;
-      s.refused[file] = result_.epochs.size();
-    } else if (WantsQueue()) {
-      s.refused.erase(file);
-    }
-    if (!transfer && model_.pfs_copy_time > 0) {
-      s.copying.emplace_back(clock_ + model_.pfs_copy_time, file);
-      s.copy_done_at[file] = clock_ + model_.pfs_copy_time;
-    }
-    if (from_pfs) {
-      s.pfs_credit -= bytes;
-      s.ops_credit -= 1;
-      tally->pfs_bytes += size;
-      ++tally->pfs_opens;
-    }
-    if (peer != kNoNode) tally->peer_bytes += size;
-    ++tally->staged_files;
-    s.cache.Insert(file, SimulatedNodeCache::Key{s.ahead, file}, sizes_);
-    if (s.cache.Holds(file)) MarkHeld(node, file);
+    if (StageAt(node, s.ahead, static_cast<uint32_t>(next), c, tally) == StageResult::kStop) break;
   }
+}
+
+// One file of the walk at `position`, as Stage's loop body.
+Simulation::StageResult Simulation::StageAt(uint32_t node, uint64_t position, uint32_t file,
+                                            const StageContext& c, ClusterEpochResult* tally) {
+  NodeState& s = nodes_[node];
+  const uint64_t capacity = s.cache.capacity();
+  const uint64_t size = sizes_[file];
+  const double digest_cpu = placement_ == ClusterPlacement::kClairfs ? model_.digest_cpu : 0.0;
+  const bool refusals = model_.refusal_time > 0 && model_.transfer_time > 0 &&
+                        placement_ == ClusterPlacement::kClairfs;
+  // Beyond the prefetch depth a copy goes only into free space; with the peer window a peer's
+  // copy may evict copies of later use there too (docs/PEERS.md, "The window a peer's files
+  // get"), so the walk goes on to see where the next file comes from.
+  const bool beyond_depth = position >= c.now + depth_ && s.cache.used() + size > capacity;
+  if (beyond_depth && !c.peer_window) return StageResult::kStop;
+  if (s.cache.Has(file) || size > capacity) return StageResult::kSkipped;
+  // Already wanted: it goes when the wants before it have gone.
+  if (!c.draining && s.waiting_set.count(file) != 0) return StageResult::kSkipped;
+  uint32_t peer = kNoNode;
+  uint32_t home_to_stage = kNoNode;
+  uint32_t server = kNoNode;  // the node whose agent answers the want
+  bool refused = false;  // a want the home has no copy for: staged from the PFS after a refusal
+  if (in_setup_) {
+  } else if (refusals) {
+    // Live, every file of another home is a want; the home serves any copy it has published
+    // and refuses the rest ("not from a peer"), which the asker then stages from the PFS.
+    const uint32_t home = placement_homes_->Home(file, live_);
+    if (home != node && home != kNoNode) {
+      const NodeState& h = nodes_[home];
+      server = home;
+      if (h.cache.Has(file) && !Arriving(h, file)) {
+        peer = home;
+      } else {
+        refused = true;
+      }
+    }
+  } else {
+    peer = PeerSource(node, file);
+    if (peer == kNoNode) home_to_stage = HomeToStage(node, file);
+    server = peer != kNoNode ? peer : home_to_stage;
+  }
+  const bool from_pfs = peer == kNoNode;  // directly, or through the home that stages it
+  const bool transfer = peer != kNoNode || home_to_stage != kNoNode || refused;
+  if (beyond_depth && !transfer) return StageResult::kStop;
+  // The live prefetcher leaves to the reader the PFS copies it would reach first; a peer's
+  // copy losing the race costs the PFS nothing, so it is asked for anyway (docs/PEERS.md).
+  if (!transfer && position < c.now + c.left_to_reader) {
+    s.left.insert(file);
+    return StageResult::kSkipped;
+  }
+  // A want behind older ones that wait for the agent waits too (the agent takes them in order).
+  const bool queue_wants = model_.queued_wants && transfer;
+  if (queue_wants && !c.draining && !s.waiting.empty()) return Queue(s, position, file);
+  const auto bytes = static_cast<double>(size);
+  // A copy from the PFS costs its CPU (and, on the clairfs placement's mounts, which have a
+  // peer key, its digest's) to the node that stages it: the asker, or the home for it.
+  const double pfs_copy_cpu = model_.copy_cpu + digest_cpu;
+  const double cpu =
+      transfer && !refused ? model_.transfer_cpu + (from_pfs ? pfs_copy_cpu : 0.0) : pfs_copy_cpu;
+  // The asker's agent takes the memory file and delivers it (or gives the want up); the home's
+  // serves the copy (or refuses).
+  const double asker_calls = transfer ? (refused ? 1.0 : 2.0) : 0.0;
+  const double server_calls = transfer && server != kNoNode ? 1.0 : 0.0;
+  const bool agent_busy =
+      transfer && (s.agent_calls < asker_calls ||
+                   (server_calls > 0 && nodes_[server].agent_calls < server_calls) ||
+                   (model_.transfer_time > 0 && model_.transfers_in_flight > 0 &&
+                    InFlight(s) >= model_.transfers_in_flight));
+  if (queue_wants && agent_busy)
+    return c.draining ? StageResult::kQueued : Queue(s, position, file);
+  if (s.net_credit < bytes || s.copy_credit < 1 || s.cpu_credit < cpu || agent_busy ||
+      (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1))) {
+    s.credit_limited = true;
+    s.cpu_limited = s.cpu_credit < cpu;
+    return StageResult::kStop;
+  }
+  if (!s.cache.MakeRoom(size, position, sizes_)) return StageResult::kStop;
+  if (home_to_stage != kNoNode) {
+    SimulatedNodeCache& home = nodes_[home_to_stage].cache;
+    if (home.MakeRoom(size, std::nullopt, sizes_)) {
+      home.Insert(file, SimulatedNodeCache::Key{kNeverRead, ~position}, sizes_);
+      MarkHeld(home_to_stage, file);
+      peer = home_to_stage;
+    }
+  }
+  s.net_credit -= bytes;
+  s.copy_credit -= 1;
+  s.cpu_credit -= cpu;
+  s.agent_calls -= asker_calls;
+  if (server_calls > 0) nodes_[server].agent_calls -= server_calls;
+  if (transfer && model_.transfer_time > 0) {
+    // A refused want arrives as a PFS copy once refused and copied; a transfer frees its slot
+    // when its bytes are in, before the copy is published.
+    const double arrival =
+        clock_ + (refused ? model_.refusal_time + model_.pfs_copy_time : model_.transfer_time);
+    s.arriving.emplace_back(arrival, file);
+    s.arrival_of[file] = arrival;
+    if (WantsQueue()) {
+      s.slots.push(refused || model_.transfer_slot_time <= 0 ? arrival
+                                                             : clock_ + model_.transfer_slot_time);
+    }
+  }
+  if (refused) {
+    ++tally->refused_wants;
+    s.refused[file] = result_.epochs.size();
+  } else if (WantsQueue()) {
+    s.refused.erase(file);
+  }
+  if (!transfer && model_.pfs_copy_time > 0) {
+    s.copying.emplace_back(clock_ + model_.pfs_copy_time, file);
+    s.copy_done_at[file] = clock_ + model_.pfs_copy_time;
+  }
+  if (from_pfs) {
+    s.pfs_credit -= bytes;
+    s.ops_credit -= 1;
+    tally->pfs_bytes += size;
+    ++tally->pfs_opens;
+  }
+  if (peer != kNoNode) tally->peer_bytes += size;
+  ++tally->staged_files;
+  s.cache.Insert(file, SimulatedNodeCache::Key{position, file}, sizes_);
+  if (s.cache.Holds(file)) MarkHeld(node, file);
+  return StageResult::kStaged;
+}
+
+Simulation::StageResult Simulation::Queue(NodeState& s, uint64_t position, uint32_t file) {
+  s.waiting.emplace_back(position, file);
+  s.waiting_set.insert(file);
+  return StageResult::kQueued;
 }
 
 void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochResult* tally) {
@@ -344,6 +412,7 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   ++step_opens_;
   const bool has = s.cache.Has(file);
   const bool was_left = !s.left.empty() && s.left.erase(file) != 0;
+  const bool was_waiting = !s.waiting_set.empty() && s.waiting_set.erase(file) != 0;
   if (has) s.cache.Rekey(file, SimulatedNodeCache::KeyFor(file, NextUse(node, file, now + 1), now));
   // A PFS copy still in flight: the reader got there first, misses and reads the PFS itself.
   const bool late_copy = has && Copying(s, file);
@@ -380,7 +449,7 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
     ++tally->late_transfers;
   } else if (was_left) {
     ++tally->left_to_reader;
-  } else if (now >= s.ahead) {
+  } else if (was_waiting || now >= s.ahead) {
     ++tally->staging_behind;  // the stager had not reached it: out of credit
   }
   // NoPFS reads a miss from a node that holds the file; clairfs's readers never wait for a peer
@@ -444,6 +513,7 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
       s.pfs_credit = s.ops_credit = s.net_credit = s.copy_credit = s.cpu_credit = 0;  // unspent
     }
     s.cpu_credit += cpu_share;
+    if (model_.leave_as_measured) SampleCopyTime(s, step);
     while (!s.copying.empty() && s.copying.front().first <= clock_) {
       auto it = s.copy_done_at.find(s.copying.front().second);
       if (it != s.copy_done_at.end() && it->second <= clock_) s.copy_done_at.erase(it);
@@ -471,10 +541,31 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
   positions_ += model_.ranks_per_node;
 }
 
-uint64_t Simulation::LeftToReader() const {
-  if (model_.leave_to_reader <= 0 || read_time_ <= 0) return 0;
+uint64_t Simulation::LeftToReader(const NodeState& s) const {
+  const double leave =
+      model_.leave_as_measured ? kLeadMargin * s.copy_estimate : model_.leave_to_reader;
+  if (leave <= 0 || read_time_ <= 0) return 0;
   const double pace = static_cast<double>(positions_) / read_time_;  // positions per second
-  return static_cast<uint64_t>(std::ceil(pace * model_.leave_to_reader));
+  // The live prefetcher truncates its measured lead; a fixed one is rounded up.
+  if (model_.leave_as_measured) return static_cast<uint64_t>(pace * leave);
+  return static_cast<uint64_t>(std::ceil(pace * leave));
+}
+
+void Simulation::SampleCopyTime(NodeState& s, double step) const {
+  s.sample_busy = s.sample_busy || !s.copying.empty();
+  s.sample_time += step;
+  while (s.sample_time >= kCopySampleSeconds) {
+    // Little's law over a busy sample gives the copy time; the live estimate is an exponential
+    // average of weight 1/2. A sample with nothing in flight halves it.
+    if (s.sample_busy) {
+      s.copy_estimate = s.copy_estimate == 0 ? model_.pfs_copy_time
+                                             : (s.copy_estimate + model_.pfs_copy_time) / 2;
+    } else {
+      s.copy_estimate /= 2;
+    }
+    s.sample_time -= kCopySampleSeconds;
+    s.sample_busy = !s.copying.empty();
+  }
 }
 
 void Simulation::Setup(uint64_t first_epoch) {
@@ -495,6 +586,16 @@ void Simulation::Setup(uint64_t first_epoch) {
   in_setup_ = false;
   result_.setup.time = model_.setup_time;
   clock_ += model_.setup_time;
+  for (NodeState& s : nodes_) {
+    // A stager that copied through the setup starts the first epoch with that copy time measured.
+    if (model_.leave_as_measured && !s.copying.empty()) s.copy_estimate = model_.pfs_copy_time;
+    // The setup's copies all started at its beginning: published by its end unless they take
+    // longer than it.
+    if (model_.pfs_copy_time <= model_.setup_time) {
+      s.copying.clear();
+      s.copy_done_at.clear();
+    }
+  }
   // What the setup left unspent is gone, as at any step whose stager was not limited.
   for (NodeState& s : nodes_) {
     s.pfs_credit = Spare(model_.pfs_bandwidth, 0, 0);

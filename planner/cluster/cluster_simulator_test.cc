@@ -138,6 +138,83 @@ TEST(ClusterSimulatorTest, FilesLeftToTheReaderAreMissesOfThatCause) {
   EXPECT_EQ(all.epochs[0].left_to_reader, 0u);
 }
 
+// The lead measured as the live prefetcher measures it: twice the copy time while copies are in
+// flight, halved for each 50 ms without, truncated to positions. FilesLeftToTheReaderAreMisses-
+// OfThatCause's job (depth one file) with PFS copies of 1.5 s, per node: step 0 stages files 0
+// and 2 (published at 1.5 s: late for their reads at 0 and 1 s); with them in flight the estimate
+// is 1.5 s, so step 1 leaves position 2 to the reader (2 x 1.5 s x 1 position per second; position
+// 3 is past the depth). Nothing is in flight through step 2, the estimate halves to nothing, and
+// step 3 stages position 3 (late: it takes 1.5 s); that copy brings the estimate back to just
+// under 1.5 s (2 positions), so step 4 leaves position 4. 3 late copies and 2 left, where a
+// fixed 3 s lead leaves positions 2, 3 and 4 and makes 2 late copies.
+TEST(ClusterSimulatorTest, AMeasuredLeadFollowsTheCopiesInFlight) {
+  auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
+  const std::vector<uint64_t> sizes(10, kMiB);
+  ClusterModel model = TwoNodesOneRankEach(2 * kMiB);
+  model.pfs_copy_time = 1.5;
+  model.leave_as_measured = true;
+  ClusterRunResult measured = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(measured.epochs.size(), 2u);
+  EXPECT_EQ(measured.epochs[0].late_copies, 6u);
+  EXPECT_EQ(measured.epochs[0].left_to_reader, 4u);
+  EXPECT_EQ(measured.epochs[0].local_hits, 0u);
+  model.leave_as_measured = false;
+  model.leave_to_reader = 3;
+  ClusterRunResult fixed = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(fixed.epochs.size(), 2u);
+  EXPECT_EQ(fixed.epochs[0].left_to_reader, 6u);
+  EXPECT_EQ(fixed.epochs[0].late_copies, 4u);
+  EXPECT_LT(measured.epochs[1].left_to_reader, fixed.epochs[1].left_to_reader);
+  EXPECT_GT(measured.epochs[1].late_copies, fixed.epochs[1].late_copies);
+  // Without a copy time there is nothing to measure: refused as bad input.
+  model.pfs_copy_time = 0;
+  model.leave_to_reader = 0;
+  model.leave_as_measured = true;
+  EXPECT_FALSE(CheckClusterModel(model).ok());
+}
+
+// A want the agent cannot take yet waits while the stager goes on (ClusterModel::queued_wants).
+// Nodes 0 and 1 read a, b and c, d, then c, d, e and a, b, f (homes: a, b, e node 0; c, d, f node
+// 1), caches of 6 MiB, one transfer in flight per node, unlimited PFS, steps of 1 s, PFS copies
+// of 2.5 s. Node 0 in step 0 stages a and b (late for their reads at 0 and 1 s), asks node 1 for
+// c (node 1, its home, stages it at once for it: a hit for node 1's read at 0 s), and cannot ask
+// for d yet. Stopping there, it stages e at 2 s (published at 4.5 s, after its read at 4 s); with
+// the wants queued it stages e at 0 s, a hit. Node 1 does the same with d (late), a, b and f.
+// Transfers of 1.5 s: c arrives at 1.5 s (hit at 2 s), d is asked at 2 s and arrives at 3.5 s
+// (late for 3 s). Transfers of 3.5 s: c is late for 2 s, and d still waits at 3 s: a miss on a
+// want not taken (copy_queued).
+TEST(ClusterSimulatorTest, QueuedWantsLetThePfsCopiesBehindThemGoOn) {
+  testing::TempDir dir;
+  auto plan = ListPlan(dir,
+                       "# epoch 0\n# rank 0\na\nb\n# rank 1\nc\nd\n"
+                       "# epoch 1\n# rank 0\nc\nd\ne\n# rank 1\na\nb\nf\n");
+  const std::vector<uint64_t> sizes(6, kMiB);
+  ClusterModel model = TwoNodesOneRankEach(6 * kMiB);
+  model.transfer_time = 1.5;
+  model.transfers_in_flight = 1;
+  model.pfs_copy_time = 2.5;
+  ClusterRunResult stops = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  model.queued_wants = true;
+  ClusterRunResult queued = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  for (const ClusterRunResult* run : {&stops, &queued}) {
+    ASSERT_EQ(run->epochs.size(), 2u);
+    EXPECT_EQ(run->epochs[0].local_hits, 1u);
+    EXPECT_EQ(run->epochs[0].late_copies, 3u);
+    EXPECT_EQ(run->epochs[1].late_transfers, 2u);  // d
+  }
+  EXPECT_EQ(stops.epochs[1].local_hits, 2u);   // c
+  EXPECT_EQ(stops.epochs[1].late_copies, 2u);  // e
+  EXPECT_EQ(queued.epochs[1].local_hits, 4u);  // c and e
+  EXPECT_EQ(queued.epochs[1].late_copies, 0u);
+
+  model.transfer_time = 3.5;
+  ClusterRunResult slow = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(slow.epochs.size(), 2u);
+  EXPECT_EQ(slow.epochs[1].late_transfers, 2u);  // c
+  EXPECT_EQ(slow.epochs[1].staging_behind, 2u);  // d
+  EXPECT_EQ(slow.epochs[1].local_hits, 2u);      // e
+}
+
 // A PFS copy takes 1.5 s from its start to its publish (steps of 1 s): each node's stager starts
 // all five of its files at 0 s, so its reader finds the first two still in flight (at 0 and 1 s),
 // misses them and reads them from the PFS while their copies go on; the other three are hits.
