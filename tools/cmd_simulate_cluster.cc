@@ -132,13 +132,11 @@ nlohmann::json EpochJson(const ClusterEpochResult& e, uint64_t dataset_bytes) {
                         {"stall_s", e.stall}};
   if (e.refused_wants > 0) row["refused_wants"] = e.refused_wants;  // only with --refusal-ms
   // The local misses by cause, named as a live mount's status names them (docs/ADMIN.md).
-  const uint64_t in_flight = e.late_transfers + e.late_copies + e.unrefused_wants;
-  const uint64_t misses = e.reads - e.local_hits;
-  const uint64_t known = in_flight + e.staging_behind + e.left_to_reader;
-  row["miss_causes"] = {{"copy_in_flight", in_flight},
-                        {"copy_queued", e.staging_behind},
-                        {"left_to_reader", e.left_to_reader},
-                        {"not_staged_ahead", misses > known ? misses - known : 0}};
+  const ClusterEpochResult::MissCauses c = e.MissesByCause();
+  row["miss_causes"] = {{"copy_in_flight", c.copy_in_flight},
+                        {"copy_queued", c.copy_queued},
+                        {"left_to_reader", c.left_to_reader},
+                        {"not_staged_ahead", c.not_staged_ahead}};
   return row;
 }
 
@@ -417,6 +415,7 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   out["placements"] = results;
   constexpr double kTolerance = 0.10;  // issue 20's calibration criterion
   std::vector<CompareRow> compare;
+  std::vector<CauseRow> causes;
   if (!benches.empty()) {
     auto rows = CompareWithBench(benches, runs, model.nodes, dataset->sizes.size(), dataset->bytes,
                                  kTolerance);
@@ -435,6 +434,18 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
                       {"within_10_percent", r.within}});
     }
     out["compare"] = list;
+    causes = CompareMissCauses(benches, runs);
+    nlohmann::json cause_list = nlohmann::json::array();
+    for (const CauseRow& r : causes) {
+      cause_list.push_back({{"placement", r.placement},
+                            {"bench_epoch", r.epoch},
+                            {"cause", r.cause},
+                            {"measured", r.measured},
+                            {"measured_low", r.measured_low},
+                            {"measured_high", r.measured_high},
+                            {"model", r.model}});
+    }
+    out["compare_miss_causes"] = cause_list;
   }
   if (a.json) {
     printf("%s\n", out.dump(2).c_str());
@@ -524,6 +535,18 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
              r.measured_high, r.model, r.within ? "10%" : "no");
     }
     printf("%zu of %zu figures within 10%%\n", within, compare.size());
+  }
+  if (!causes.empty()) {
+    printf(
+        "\nmisses by cause, all nodes (the bench's median, low-high; not judged: the figures above "
+        "are the calibration's)\n");
+    printf("%-8s %5s %-16s %10s %17s %10s\n", "placement", "epoch", "cause", "measured", "low-high",
+           "model");
+    for (const CauseRow& r : causes) {
+      printf("%-8s %5llu %-16s %10.0f %8.0f-%-8.0f %10.0f\n", r.placement.c_str(),
+             static_cast<unsigned long long>(r.epoch), r.cause.c_str(), r.measured, r.measured_low,
+             r.measured_high, r.model);
+    }
   }
   return kExitOk;
 }

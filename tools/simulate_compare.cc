@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <map>
 #include <string>
+#include <tuple>
 
 namespace clairfs::cli {
 namespace {
@@ -137,6 +140,66 @@ Result<std::vector<CompareRow>> CompareWithBench(const std::vector<nlohmann::jso
     row.within = Within(row.measured, row.model, tolerance);
   }
   return rows;
+}
+
+std::vector<CauseRow> CompareMissCauses(const std::vector<nlohmann::json>& benches,
+                                        const std::vector<ClusterRunResult>& runs) {
+  static const char* const kCauses[] = {"copy_in_flight", "copy_queued", "left_to_reader",
+                                        "not_staged_ahead"};
+  // (placement, epoch, cause) -> the runs' counts, in the first run's order.
+  std::vector<CauseRow> rows;
+  std::map<std::tuple<std::string, uint64_t, std::string>, std::vector<double>> measured;
+  for (size_t b = 0; b < benches.size(); ++b) {
+    const nlohmann::json& bench = benches[b];
+    if (!bench.is_object()) return {};
+    for (const nlohmann::json& mode : bench.value("modes", nlohmann::json::array())) {
+      const std::string name = mode.is_object() ? mode.value("mode", std::string()) : "";
+      const char* placement = name == "baseline" ? "none" : name == "peers" ? "clairfs" : nullptr;
+      if (placement == nullptr) continue;
+      const ClusterRunResult* run = nullptr;
+      for (const ClusterRunResult& r : runs) {
+        if (ClusterPlacementName(r.placement) == std::string(placement)) run = &r;
+      }
+      if (run == nullptr) continue;
+      for (const nlohmann::json& phase : mode.value("phases", nlohmann::json::array())) {
+        const std::string label = phase.is_object() ? phase.value("phase", std::string()) : "";
+        if (label.empty() || label.size() > 9 ||
+            label.find_first_not_of("0123456789") != std::string::npos) {
+          continue;
+        }
+        const uint64_t epoch = std::stoull(label);
+        auto causes = phase.find("miss_causes");
+        if (epoch == 0 || epoch > run->epochs.size() || causes == phase.end() ||
+            !causes->is_object()) {
+          continue;
+        }
+        const ClusterEpochResult::MissCauses model = run->epochs[epoch - 1].MissesByCause();
+        const uint64_t model_counts[] = {model.copy_in_flight, model.copy_queued,
+                                         model.left_to_reader, model.not_staged_ahead};
+        for (size_t i = 0; i < std::size(kCauses); ++i) {
+          auto count = causes->find(kCauses[i]);
+          if (count == causes->end() || !count->is_number()) continue;
+          auto key = std::make_tuple(std::string(placement), epoch, std::string(kCauses[i]));
+          std::vector<double>& values = measured[key];
+          if (b == 0) {
+            rows.push_back(CauseRow{placement, epoch, kCauses[i], 0, 0, 0,
+                                    static_cast<double>(model_counts[i])});
+          }
+          values.push_back(count->get<double>());
+        }
+      }
+    }
+  }
+  std::vector<CauseRow> out;
+  for (CauseRow& row : rows) {
+    const std::vector<double>& values = measured[{row.placement, row.epoch, row.cause}];
+    if (values.size() != benches.size()) continue;  // a run without this epoch's causes
+    row.measured = MedianOf(values);
+    row.measured_low = *std::min_element(values.begin(), values.end());
+    row.measured_high = *std::max_element(values.begin(), values.end());
+    out.push_back(std::move(row));
+  }
+  return out;
 }
 
 Result<double> BenchSetupSeconds(const std::vector<nlohmann::json>& benches,

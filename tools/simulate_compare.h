@@ -45,6 +45,25 @@ Result<std::vector<CompareRow>> CompareWithBench(const std::vector<nlohmann::jso
                                                  uint32_t nodes, uint64_t files,
                                                  uint64_t dataset_bytes, double tolerance);
 
+// One epoch's misses of one cause, live beside the model (not judged: a diagnostic of which
+// mechanism a miss of the calibration lacks).
+struct CauseRow {
+  std::string placement;  // none or clairfs
+  uint64_t epoch = 0;     // the bench's (1-based)
+  std::string cause;      // copy_in_flight, copy_queued, left_to_reader, not_staged_ahead
+  double measured = 0;    // the median over the runs, summed over the nodes
+  double measured_low = 0;
+  double measured_high = 0;
+  double model = 0;
+};
+
+// The bench's miss causes (`miss_causes` of each epoch phase, from 4cdd74b on) beside the model's
+// (ClusterEpochResult::MissesByCause), for each placement and epoch that every bench run has
+// them for; none for runs made before the daemons counted causes. Call after CompareWithBench
+// has checked that the runs match.
+std::vector<CauseRow> CompareMissCauses(const std::vector<nlohmann::json>& benches,
+                                        const std::vector<ClusterRunResult>& runs);
+
 // The median over `benches` of the measured setup phase's seconds of the bench mode that maps onto
 // `placement` (peers for clairfs; baseline for none and nopfs, which have no agents to wait for);
 // EINVAL if a bench lacks it.

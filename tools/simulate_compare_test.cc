@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace clairfs::cli {
 namespace {
 
@@ -65,6 +67,40 @@ TEST(SimulateCompareTest, ModesMeetPlacementsEpochByEpoch) {
   EXPECT_EQ(last_pfs.epoch, 2u);
   EXPECT_TRUE(last_pfs.within);
   EXPECT_TRUE((*rows)[11].within);  // 0.41 s against 0.4 s
+}
+
+// The miss causes: each run's baseline epoch 1 counts, beside the model's (30 misses of 100 reads:
+// 10 late copies, 5 left to the reader, so 15 not staged ahead); runs without causes give none.
+TEST(SimulateCompareTest, MissCausesMeetTheModelsUnjudged) {
+  std::vector<ClusterRunResult> runs = {SimulatedRun(ClusterPlacement::kNone, 0, 70, 1.0)};
+  runs[0].epochs[0].late_copies = 10;
+  runs[0].epochs[0].left_to_reader = 5;
+  std::vector<nlohmann::json> benches;
+  for (uint64_t left : {20, 40, 30}) {
+    nlohmann::json bench = Bench();
+    bench["modes"][0]["phases"][1]["miss_causes"] = {{"copy_in_flight", 3},
+                                                     {"copy_queued", 0},
+                                                     {"left_to_reader", left},
+                                                     {"not_staged_ahead", 1},
+                                                     {"unplanned", 0}};
+    benches.push_back(bench);
+  }
+  std::vector<CauseRow> rows = CompareMissCauses(benches, runs);
+  ASSERT_EQ(rows.size(), 4u);  // baseline epoch 1 only: epoch 2 and the peers have no causes
+  EXPECT_EQ(rows[0].placement, "none");
+  EXPECT_EQ(rows[0].epoch, 1u);
+  EXPECT_EQ(rows[0].cause, "copy_in_flight");
+  EXPECT_DOUBLE_EQ(rows[0].measured, 3);
+  EXPECT_DOUBLE_EQ(rows[0].model, 10);
+  EXPECT_EQ(rows[2].cause, "left_to_reader");
+  EXPECT_DOUBLE_EQ(rows[2].measured, 30);
+  EXPECT_DOUBLE_EQ(rows[2].measured_low, 20);
+  EXPECT_DOUBLE_EQ(rows[2].measured_high, 40);
+  EXPECT_DOUBLE_EQ(rows[2].model, 5);
+  EXPECT_DOUBLE_EQ(rows[3].model, 15);
+  // One run from before the daemons counted causes: no epoch has them in every run.
+  benches.push_back(Bench());
+  EXPECT_TRUE(CompareMissCauses(benches, runs).empty());
 }
 
 TEST(SimulateCompareTest, ABenchOfAnotherJobIsRefused) {

@@ -117,6 +117,23 @@ struct ClusterEpochResult {
   double time = 0;               // seconds: the sum of the epoch's steps
   double stall = 0;              // seconds the readers waited beyond the per-sample work
 
+  // The local misses by cause, in a live status's terms (see the fields above).
+  struct MissCauses {
+    uint64_t copy_in_flight = 0;
+    uint64_t copy_queued = 0;
+    uint64_t left_to_reader = 0;
+    uint64_t not_staged_ahead = 0;
+  };
+  MissCauses MissesByCause() const {
+    MissCauses c;
+    c.copy_in_flight = late_transfers + late_copies + unrefused_wants;
+    c.copy_queued = staging_behind;
+    c.left_to_reader = left_to_reader;
+    const uint64_t misses = reads - local_hits;
+    const uint64_t known = c.copy_in_flight + c.copy_queued + c.left_to_reader;
+    c.not_staged_ahead = misses > known ? misses - known : 0;
+    return c;
+  }
   double LocalHitRatio() const {
     return reads ? static_cast<double>(local_hits) / static_cast<double>(reads) : 0.0;
   }
