@@ -67,6 +67,9 @@ struct Figures {
   // One line per stale read (file, change, sizes, bytes, offset, time from the change's
   // completion to the open), printed after the summary line.
   std::vector<std::string> stale_detail;
+  // One line per read of a changed file that returned wrong bytes (StaleDetail's, and where its
+  // bytes came from), printed after the summary line.
+  std::vector<std::string> wrong_detail;
   uint64_t deferred_unsettled = 0;  // copies the settle rule put off (staging.deferred_unsettled)
   int hung = 0, daemon_deaths = 0, failed_umounts = 0;
   double max_call = 0, max_wait_on_hang = 0;
@@ -309,6 +312,30 @@ std::string StaleDetail(const ReadOutcome& o, const std::string& listed, const C
          " open_after_change_ms=" + ms(o.opened - c.ended) + " read_ms=" + ms(o.closed - o.opened);
 }
 
+// StaleDetail, and how many of the returned bytes are the listed version's, the new one's (at their
+// offsets) or zeros, and the first and last offsets that are neither.
+std::string WrongDetail(const ReadOutcome& o, const std::string& listed, const Change& c) {
+  uint64_t as_listed = 0, as_new = 0, zeros = 0;
+  size_t first = SIZE_MAX, last = 0;
+  for (size_t i = 0; i < o.data.size(); ++i) {
+    const size_t at = o.offset + i;
+    const bool was = at < listed.size() && o.data[i] == listed[at];
+    const bool now = c.after && at < c.after->size() && o.data[i] == (*c.after)[at];
+    as_listed += was;
+    as_new += now;
+    zeros += o.data[i] == '\0';
+    if (!was && !now) {
+      first = std::min(first, at);
+      last = at;
+    }
+  }
+  return StaleDetail(o, listed, c) + " as_listed=" + std::to_string(as_listed) +
+         " as_new=" + std::to_string(as_new) + " zeros=" + std::to_string(zeros) +
+         " neither_from=" + std::to_string(first == SIZE_MAX ? 0 : first) +
+         " neither_to=" + std::to_string(last) +
+         " began_after_change_ended=" + (c.done && c.ended < o.opened ? "yes" : "no");
+}
+
 // Whether every byte the read returned is the listed version's at its offset (whatever the
 // length: a stale read may stop at the old size or at the new one).
 bool InListed(const ReadOutcome& o, const std::string& listed) {
@@ -335,8 +362,9 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
   std::map<std::string, Change> changes;
   std::atomic<uint64_t> unexpected_errors{0}, stale_reads{0}, zeros_between_sizes{0};
   std::vector<std::string> stale_detail;  // guarded by mu
+  std::vector<std::string> wrong_detail;  // guarded by mu
   const bool open_mode = revalidate == "open";
-  auto judge = [&](const ReadOutcome& o) -> uint64_t {
+  auto judge_bytes = [&](const ReadOutcome& o) -> uint64_t {
     const std::string& listed = files_.at(o.rel);
     Change c;
     bool changed = false;
@@ -386,6 +414,15 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
     zeros_between_sizes += between;
     return wrong;
   };
+  auto judge = [&](const ReadOutcome& o) -> uint64_t {
+    const uint64_t wrong = judge_bytes(o);
+    if (wrong == 0) return 0;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = changes.find(o.rel);
+    wrong_detail.push_back(
+        WrongDetail(o, files_.at(o.rel), it != changes.end() ? it->second : Change{}));
+    return wrong;
+  };
   VerifyingReaders::Options options;
   options.threads = 3;
   options.bound_seconds = 5;
@@ -411,8 +448,11 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
       if (kind == 1) after = RandomBytes(1 + rng() % (160 * 1024), rng());
       if (kind == 3) after = files_.at(rel) + RandomBytes(1 + rng() % 4096, rng());
       {
+        // The new version is known before the change begins: a read that overlaps the change
+        // and ends before it is recorded as done is judged against both versions.
         std::lock_guard<std::mutex> lock(mu);
         changes[rel].kind = kKinds[kind];
+        changes[rel].after = after;
         changes[rel].began = Clock::now();
       }
       if (kind == 0 || kind == 3) {
@@ -429,7 +469,6 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
       {
         std::lock_guard<std::mutex> lock(mu);
         Change& c = changes[rel];
-        c.after = after;
         c.ended = Clock::now();
         c.done = true;
       }
@@ -444,6 +483,9 @@ void BackingFaultReliabilityTest::Changes(int trial, const std::string& revalida
   f->zeros_between_sizes += zeros_between_sizes.load();
   for (auto& d : stale_detail) {
     f->stale_detail.push_back("trial=" + std::to_string(trial) + " " + std::move(d));
+  }
+  for (auto& d : wrong_detail) {
+    f->wrong_detail.push_back("trial=" + std::to_string(trial) + " " + std::move(d));
   }
   // No fsck yet: under never a staged copy keeps the listed version until the next mount.
   const int failures_before = f->daemon_deaths + f->failed_umounts;
@@ -550,6 +592,7 @@ TEST_F(BackingFaultReliabilityTest, ErrorsHangsAndChangesServeNoWrongByteAndHang
   for (const auto& [name, f] : {std::pair<const char*, Figures*>{"changes_never", &changes_never},
                                 {"changes_open", &changes_open}}) {
     for (const std::string& d : f->stale_detail) std::printf("STALE_READ %s %s\n", name, d.c_str());
+    for (const std::string& d : f->wrong_detail) std::printf("WRONG_READ %s %s\n", name, d.c_str());
   }
   std::fflush(stdout);
 }
