@@ -121,7 +121,12 @@ TEST_F(NoOpenTest, EvictionAndRestagingWhileTheKernelHoldsPages) {
     ASSERT_EQ(ReadFileAndDropPages(mnt_ + "/" + rel), content) << rel;  // from the pages
     ASSERT_EQ(ReadFileAndDropPages(mnt_ + "/" + rel), content) << rel;  // from the daemon
   }
-  EXPECT_EQ(m.Counter("misses") - misses, files.size());
+  // Each file's second read missed: its copy was evicted. A first read whose page the kernel
+  // reclaimed meanwhile misses too (the whole-suite ASan run of 2026-12-04 saw 21 misses of 20
+  // files), so up to the bound above.
+  const uint64_t missed = m.Counter("misses") - misses;
+  EXPECT_GE(missed, files.size());
+  EXPECT_LT(missed, files.size() + files.size() / 2);
   ASSERT_TRUE(m.WaitStagingIdle(60));
   EXPECT_EQ(m.Status().value("staged_files", uint64_t{0}), files.size());
   const uint64_t hits = m.Counter("hits");
