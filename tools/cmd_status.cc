@@ -108,7 +108,7 @@ void PrintHuman(const nlohmann::json& j) {
          static_cast<unsigned long long>(u("opens")), static_cast<unsigned long long>(u("hits")),
          static_cast<unsigned long long>(u("misses")), 100.0 * j.value("hit_ratio", 0.0));
   if (u("misses") > 0 && j.contains("miss_causes") && j["miss_causes"].is_object()) {
-    // The causes with a count, largest first would reorder a familiar line: fixed order instead.
+    // In a fixed order, each cause with a count (docs/ADMIN.md, "Why opens miss").
     const auto& m = j["miss_causes"];
     std::string causes;
     for (const auto& [key, text] :
