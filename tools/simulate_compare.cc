@@ -36,6 +36,31 @@ const char* BenchModeOf(ClusterPlacement placement) {
   return nullptr;
 }
 
+// The placement a bench mode maps onto (baseline -> none, peers -> clairfs) and its simulated run,
+// or null when the mode maps onto none or that placement was not simulated.
+const ClusterRunResult* RunOfMode(const nlohmann::json& mode,
+                                  const std::vector<ClusterRunResult>& runs,
+                                  const char** placement) {
+  const std::string name = mode.is_object() ? mode.value("mode", std::string()) : "";
+  *placement = name == "baseline" ? "none" : name == "peers" ? "clairfs" : nullptr;
+  if (*placement == nullptr) return nullptr;
+  const ClusterRunResult* run = nullptr;
+  for (const ClusterRunResult& r : runs) {
+    if (ClusterPlacementName(r.placement) == std::string(*placement)) run = &r;
+  }
+  return run;
+}
+
+// The epoch of a bench phase named "1", "2", ...; 0 for "setup", "end" and anything else.
+uint64_t EpochOfPhase(const nlohmann::json& phase) {
+  const std::string label = phase.is_object() ? phase.value("phase", std::string()) : "";
+  if (label.empty() || label.size() > 9 ||
+      label.find_first_not_of("0123456789") != std::string::npos) {
+    return 0;
+  }
+  return std::stoull(label);
+}
+
 // One bench run's rows (measured and model figures; not yet judged).
 Result<std::vector<CompareRow>> RowsOfOneBench(const nlohmann::json& bench,
                                                const std::vector<ClusterRunResult>& runs,
@@ -59,24 +84,17 @@ Result<std::vector<CompareRow>> RowsOfOneBench(const nlohmann::json& bench,
   }
   std::vector<CompareRow> rows;
   for (const nlohmann::json& mode : *modes) {
-    const std::string name = mode.value("mode", std::string());
-    const char* placement = name == "baseline" ? "none" : name == "peers" ? "clairfs" : nullptr;
-    if (placement == nullptr) continue;
-    const ClusterRunResult* run = nullptr;
-    for (const ClusterRunResult& r : runs) {
-      if (ClusterPlacementName(r.placement) == std::string(placement)) run = &r;
-    }
+    const char* placement = nullptr;
+    const ClusterRunResult* run = RunOfMode(mode, runs, &placement);
     if (run == nullptr) continue;
+    const std::string name = mode.value("mode", std::string());
     uint64_t epoch = 0;
     for (const nlohmann::json& phase : mode.value("phases", nlohmann::json::array())) {
       // Epoch phases are named "1", "2", ...; "setup" and "end" have no reads to compare.
-      const std::string label = phase.value("phase", std::string());
-      if (label.empty() || label.find_first_not_of("0123456789") != std::string::npos ||
-          label.size() > 9) {
-        continue;
-      }
-      epoch = std::stoull(label);
-      if (epoch == 0 || epoch > run->epochs.size()) {
+      const uint64_t phase_epoch = EpochOfPhase(phase);
+      if (phase_epoch == 0) continue;
+      epoch = phase_epoch;
+      if (epoch > run->epochs.size()) {
         return Status::Invalid("--compare: the bench has epoch " + std::to_string(epoch) + " but " +
                                std::to_string(run->epochs.size()) + " epochs were simulated");
       }
@@ -153,21 +171,11 @@ std::vector<CauseRow> CompareMissCauses(const std::vector<nlohmann::json>& bench
     const nlohmann::json& bench = benches[b];
     if (!bench.is_object()) return {};
     for (const nlohmann::json& mode : bench.value("modes", nlohmann::json::array())) {
-      const std::string name = mode.is_object() ? mode.value("mode", std::string()) : "";
-      const char* placement = name == "baseline" ? "none" : name == "peers" ? "clairfs" : nullptr;
-      if (placement == nullptr) continue;
-      const ClusterRunResult* run = nullptr;
-      for (const ClusterRunResult& r : runs) {
-        if (ClusterPlacementName(r.placement) == std::string(placement)) run = &r;
-      }
+      const char* placement = nullptr;
+      const ClusterRunResult* run = RunOfMode(mode, runs, &placement);
       if (run == nullptr) continue;
       for (const nlohmann::json& phase : mode.value("phases", nlohmann::json::array())) {
-        const std::string label = phase.is_object() ? phase.value("phase", std::string()) : "";
-        if (label.empty() || label.size() > 9 ||
-            label.find_first_not_of("0123456789") != std::string::npos) {
-          continue;
-        }
-        const uint64_t epoch = std::stoull(label);
+        const uint64_t epoch = EpochOfPhase(phase);
         auto causes = phase.find("miss_causes");
         if (epoch == 0 || epoch > run->epochs.size() || causes == phase.end() ||
             !causes->is_object()) {
