@@ -6,7 +6,8 @@
 // reads every byte of the dataset through the new mount, unmounts, and runs
 // `clairfs fsck --verify`, which compares every staged copy with its backing file.
 //
-// Trials: CLAIRFS_RELIABILITY_TRIALS (unset: 12, the CI form; "full": 100); the seed
+// Trials: CLAIRFS_RELIABILITY_TRIALS (unset: 12, the CI form; "full": 100; "least": 4, each
+// activity once, the ASan stage's form); the seed
 // (CLAIRFS_RELIABILITY_SEED to replay) picks the activity order, kill instants and mount options.
 // The summary line (RELIABILITY row=crash ...) carries the figures.
 #include <signal.h>
@@ -141,7 +142,7 @@ class ActivityLoop {
 class CrashReliabilityTest : public MountDirsTest {};
 
 TEST_F(CrashReliabilityTest, KillNineAtRandomInstantsThenRemountAndVerifyEveryByte) {
-  const int trials = ReliabilityTrials(12, 100);
+  const int trials = ReliabilityTrials(12, 100, 4);
   const uint64_t seed = ReliabilitySeed();
   std::mt19937_64 rng(seed);
   // About 19 MB in 240 files, 2.4x the cache: staging, reads and plans all evict.

@@ -32,10 +32,11 @@ std::string ErrnoText(int error) {
 
 }  // namespace
 
-int ReliabilityTrials(int ci_default, int full) {
+int ReliabilityTrials(int ci_default, int full, int least) {
   const char* text = getenv("CLAIRFS_RELIABILITY_TRIALS");
   if (text == nullptr || *text == '\0') return ci_default;
   if (std::string(text) == "full") return full;
+  if (std::string(text) == "least") return least;
   const int n = atoi(text);
   return n > 0 ? n : ci_default;
 }

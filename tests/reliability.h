@@ -30,8 +30,10 @@
 
 namespace clairfs::testing {
 
-// CLAIRFS_RELIABILITY_TRIALS: unset -> ci_default, "full" -> full, N -> N.
-int ReliabilityTrials(int ci_default, int full);
+// CLAIRFS_RELIABILITY_TRIALS: unset -> ci_default, "full" -> full, "least" -> least (the fewest
+// that still run each scenario once: the sanitizer stages, whose subject is memory and undefined
+// behaviour on the paths, not how often a race shows), N -> N.
+int ReliabilityTrials(int ci_default, int full, int least = 1);
 // CLAIRFS_RELIABILITY_SEED, or a fresh one.
 uint64_t ReliabilitySeed();
 // Whether a row runs its scenario `name`: CLAIRFS_RELIABILITY_SCENARIOS unset or empty runs every
