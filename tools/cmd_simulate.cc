@@ -417,6 +417,18 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_flag("--peer-window", cluster->peer_window,
                 "With --nodes: clairfs's copies from peers may go beyond the prefetch depth, "
                 "evicting copies of later use, as the live peer window lets them (default off)");
+  cmd->add_option("--reader-threads", cluster->reader_threads,
+                  "With --nodes: files each rank's reader has in flight at once (a DataLoader's "
+                  "workers; `clairfs bench peers --threads`, 2 by default): the PFS open "
+                  "latency of its misses overlaps, each costing the latency / K (default 1)")
+      ->type_name("K");
+  cmd->add_option("--sync", cluster->sync,
+                  "With --nodes: how the nodes' readers keep pace. step (the default): every rank "
+                  "reads its next file together, a step as long as the slowest node's, as "
+                  "synchronous training's iterations; epoch: each node reads at its own pace, "
+                  "with 1/N of the PFS and of the cores, and all wait for the last at an "
+                  "epoch's end, as `clairfs bench peers` reads")
+      ->type_name("step|epoch");
   cmd->add_flag("--queued-wants", cluster->queued_wants,
                 "With --nodes: a want the agent cannot take yet (its transfers in flight or its "
                 "daemon calls spent) waits in the node's queue while the stager goes on to the "

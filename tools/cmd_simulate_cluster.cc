@@ -266,6 +266,10 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
   model.transfers_in_flight = a.transfers_in_flight;
   model.peer_window = a.peer_window;
   model.queued_wants = a.queued_wants;
+  auto sync = ParseClusterSync(a.sync);
+  if (!sync.ok()) return Fail(kSimulateClusterCommand, sync.status());
+  model.sync = *sync;
+  model.reader_threads = a.reader_threads;
   const bool setup_from_bench = a.setup_s == "bench";
   if (setup_from_bench && a.compare.empty()) {
     return UsageError(kSimulateClusterCommand,
@@ -359,6 +363,8 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
       {"digest_cpu_s", model.digest_cpu},
       {"peer_window", model.peer_window},
       {"queued_wants", model.queued_wants},
+      {"sync", ClusterSyncName(model.sync)},
+      {"reader_threads", model.reader_threads},
       {"transfer_cpu_s", model.transfer_cpu},
       {"transfer_s", model.transfer_time},
       {"transfers_in_flight", model.transfers_in_flight},
@@ -461,13 +467,15 @@ int RunSimulateCluster(const ClusterSimulateArgs& a) {
           ? 100.0 * static_cast<double>(model.node_capacity) * model.nodes / dataset->bytes
           : 0.0);
   printf(
-      "PFS %s, %s opens, %g ms per open; links %s; NVMe %s; work %g ms per sample; %g ms per "
-      "copy staged\n",
+      "PFS %s, %s opens, %g ms per open (%u in flight per reader); links %s; NVMe %s; work %g ms "
+      "per sample; %g ms per copy staged; %s\n",
       RateText(model.pfs_bandwidth, 1e6, "MB/s").c_str(),
       RateText(model.pfs_metadata_ops, 1, "/s").c_str(), model.pfs_open_latency * 1000,
-      RateText(model.net_bandwidth, 1e6, "MB/s").c_str(),
+      model.reader_threads, RateText(model.net_bandwidth, 1e6, "MB/s").c_str(),
       RateText(model.nvme_bandwidth, 1e6, "MB/s").c_str(), model.work * 1000,
-      model.copy_time * 1000);
+      model.copy_time * 1000,
+      model.sync == ClusterSync::kStep ? "nodes in lockstep"
+                                       : "each node at its own pace, together at epoch ends");
   if (setup_from_bench || model.setup_time > 0 || !std::isinf(model.cores) ||
       model.transfer_time > 0 || model.leave_to_reader > 0 || model.leave_as_measured ||
       model.peer_window) {

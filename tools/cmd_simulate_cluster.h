@@ -62,6 +62,8 @@ struct ClusterSimulateArgs : SimulateDatasetArgs {
   std::string pfs_copy_ms = "0";  // 0: a PFS copy is there as soon as it is paid for
   bool peer_window = false;
   bool queued_wants = false;
+  uint32_t reader_threads = 1;
+  std::string sync = "step";  // step: lockstep, as synchronous training; epoch: as the bench
   std::string placement = "all";
   // `clairfs bench peers --json` outputs to print beside the model (their medians).
   std::vector<std::string> compare;

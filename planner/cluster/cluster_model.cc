@@ -25,10 +25,27 @@ Result<ClusterPlacement> ParseClusterPlacement(std::string_view text) {
                          "': expected none, nopfs, clairfs or all");
 }
 
+const char* ClusterSyncName(ClusterSync sync) {
+  switch (sync) {
+    case ClusterSync::kStep:
+      return "step";
+    case ClusterSync::kEpoch:
+      return "epoch";
+  }
+  return "?";
+}
+
+Result<ClusterSync> ParseClusterSync(std::string_view text) {
+  if (text == "step") return ClusterSync::kStep;
+  if (text == "epoch") return ClusterSync::kEpoch;
+  return Status::Invalid("--sync '" + std::string(text) + "': expected step or epoch");
+}
+
 Status CheckClusterModel(const ClusterModel& model) {
   if (model.nodes == 0) return Status::Invalid("--nodes must be at least 1");
   if (model.ranks_per_node == 0) return Status::Invalid("--ranks-per-node must be at least 1");
   if (model.node_capacity == 0) return Status::Invalid("--node-capacity must be more than 0");
+  if (model.reader_threads == 0) return Status::Invalid("--reader-threads must be at least 1");
   struct Figure {
     const char* flag;
     double value;

@@ -28,6 +28,15 @@ const char* ClusterPlacementName(ClusterPlacement placement);
 // "none", "nopfs", "clairfs" (EINVAL otherwise).
 Result<ClusterPlacement> ParseClusterPlacement(std::string_view text);
 
+// How the nodes' readers keep pace with each other (docs/SIMULATOR.md, "Shape of a run").
+enum class ClusterSync {
+  kStep,   // every rank reads its p-th file together: synchronous training's iterations
+  kEpoch,  // each node reads at its own pace; all wait for each other at an epoch's end
+};
+const char* ClusterSyncName(ClusterSync sync);
+// "step", "epoch" (EINVAL otherwise).
+Result<ClusterSync> ParseClusterSync(std::string_view text);
+
 struct ClusterModel {
   uint32_t nodes = 1;
   uint32_t ranks_per_node = 1;           // rank r runs on node r / ranks_per_node
@@ -86,6 +95,10 @@ struct ClusterModel {
   // The live peer window (docs/PEERS.md): clairfs's copies from peers may go beyond the prefetch
   // depth, evicting copies of later use, not only into free space. Off: every copy as from the PFS.
   bool peer_window = false;
+  // Files each rank's reader has in flight at once (a DataLoader's workers, the bench's reader
+  // threads): the open latencies of its misses overlap, each costing latency / reader_threads.
+  uint32_t reader_threads = 1;
+  ClusterSync sync = ClusterSync::kStep;
 };
 
 // Checks what the simulator cannot run: no nodes or ranks, no capacity, negative or NaN

@@ -49,10 +49,18 @@ struct NodeState {
   double agent_calls = kUnlimited;
   bool credit_limited = false;  // the stager last stopped for want of credit
   bool cpu_limited = false;     // ... of CPU in particular (it is runnable: it shares the cores)
-  // This step's reads by source (bytes), for its data time.
+  // This step's reads by source (bytes), and its opens, for its data time.
   uint64_t step_local = 0;
   uint64_t step_peer = 0;
   uint64_t step_pfs = 0;
+  uint64_t step_opens = 0;
+  uint64_t step_pfs_opens = 0;
+  // The reader's pace: the positions it passed and its steps' seconds so far (equal on every
+  // node in lockstep).
+  uint64_t positions = 0;
+  double read_time = 0;
+  // ClusterSync::kEpoch: when the node's next step starts (seconds since the job started).
+  double clock = 0;
   // Copies from peers still in flight (only with a transfer time): (arrival clock, file) in
   // arrival order (one transfer time for all, so asking order), and each file's latest arrival.
   std::deque<std::pair<double, uint32_t>> arriving;
@@ -159,7 +167,23 @@ class Simulation {
   // Puts the want of `file` at `position` at the back of the node's waiting wants.
   static StageResult Queue(NodeState& s, uint64_t position, uint32_t file);
   void Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochResult* tally);
+  // Lockstep (ClusterSync::kStep): the step of every node ends together, as long as the slowest.
   void EndStep(ClusterEpochResult* tally);
+  // ClusterSync::kEpoch: node `node`'s step ends; its length from its own reads, with its share
+  // of what the nodes share (the PFS, the cores). Returns the step's seconds.
+  double EndNodeStep(uint32_t node);
+  // A node's credits for the next step after a step of `step` seconds (what the readers left of
+  // its shares), its copy-time sample; a step in which the reader did not read (`reading` false:
+  // a wait for the other nodes at an epoch's end) does not count in its pace.
+  void SettleNode(NodeState& s, double step, double pfs_share, double ops_share, double cpu_share,
+                  bool reading);
+  // Drops the node's copies, transfers and slots that are done by clock_.
+  void PopDue(NodeState& s) const;
+  // The epoch's steps in lockstep, or each node on its own clock (model_.sync).
+  void RunEpochInLockstep(ClusterEpochResult* tally, const std::function<void()>& stepped);
+  void RunEpochOnNodeClocks(ClusterEpochResult* tally, const std::function<void()>& stepped);
+  // Node `node`'s reads of step `p` of the current epoch, each after its stager's turn.
+  void ReadStep(uint32_t node, uint64_t p, ClusterEpochResult* tally);
   void LoadedAnotherEpoch();
   // The stagers' run before the first read: model_.setup_time seconds of credit, spent from the
   // PFS alone (the live agents attach at the end of the bench's setup phase).
@@ -200,12 +224,7 @@ class Simulation {
   std::vector<NodeState> nodes_;
   std::shared_ptr<const EpochReads> current_;
   std::shared_ptr<const EpochReads> next_;
-  uint64_t step_pfs_bytes_ = 0;  // this step's reads from the PFS, all nodes
-  uint64_t step_pfs_opens_ = 0;
-  uint64_t step_opens_ = 0;  // this step's reader opens, all nodes (their CPU)
-  double clock_ = 0;         // seconds since the job started (setup included)
-  double read_time_ = 0;     // seconds of steps so far, for the readers' pace
-  uint64_t positions_ = 0;   // node-time positions the readers passed so far
+  double clock_ = 0;  // seconds since the job started (setup included); the current step's start
   bool in_setup_ = false;
   ClusterRunResult result_;
 };
@@ -409,7 +428,7 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
   NodeState& s = nodes_[node];
   const uint64_t size = sizes_[file];
   ++tally->reads;
-  ++step_opens_;
+  ++s.step_opens;
   const bool has = s.cache.Has(file);
   const bool was_left = !s.left.empty() && s.left.erase(file) != 0;
   const bool was_waiting = !s.waiting_set.empty() && s.waiting_set.erase(file) != 0;
@@ -464,8 +483,7 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
     tally->pfs_bytes += size;
     ++tally->pfs_opens;
     s.step_pfs += size;
-    step_pfs_bytes_ += size;
-    ++step_pfs_opens_;
+    ++s.step_pfs_opens;
   }
   // A read does not cache what the plan policy did not stage, but a held file is kept as it is
   // read (the live agent has its daemon stage a home file as soon as a peer wants it).
@@ -477,12 +495,19 @@ void Simulation::Read(uint32_t node, uint64_t now, uint32_t file, ClusterEpochRe
 }
 
 void Simulation::EndStep(ClusterEpochResult* tally) {
-  const auto pfs_bytes = static_cast<double>(step_pfs_bytes_);
-  const auto pfs_opens = static_cast<double>(step_pfs_opens_);
-  const double pfs_time = step_pfs_opens_ == 0 ? 0.0
-                                               : model_.pfs_open_latency +
-                                                     std::max(pfs_bytes / model_.pfs_bandwidth,
-                                                              pfs_opens / model_.pfs_metadata_ops);
+  // The step's reads of all nodes: the PFS serves them together.
+  uint64_t step_pfs_bytes = 0, step_pfs_opens = 0, step_opens = 0;
+  for (const NodeState& s : nodes_) {
+    step_pfs_bytes += s.step_pfs;
+    step_pfs_opens += s.step_pfs_opens;
+    step_opens += s.step_opens;
+  }
+  const auto pfs_bytes = static_cast<double>(step_pfs_bytes);
+  const auto pfs_opens = static_cast<double>(step_pfs_opens);
+  const double pfs_time = step_pfs_opens == 0 ? 0.0
+                                              : model_.pfs_open_latency / model_.reader_threads +
+                                                    std::max(pfs_bytes / model_.pfs_bandwidth,
+                                                             pfs_opens / model_.pfs_metadata_ops);
   double slowest = 0;
   for (const NodeState& s : nodes_) {
     double data = static_cast<double>(s.step_local) / model_.nvme_bandwidth;
@@ -493,7 +518,7 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
   // The readers' opens take CPU first; all nodes share the cores (the live bench's machine).
   // While a stager waits for CPU it is runnable, and the scheduler gives the readers only their
   // share of the cores (model_.reader_share; 1: the readers first).
-  const double reader_cpu = static_cast<double>(step_opens_) * model_.open_cpu;
+  const double reader_cpu = static_cast<double>(step_opens) * model_.open_cpu;
   if (!std::isinf(model_.cores)) {
     bool stagers_runnable = false;
     for (const NodeState& s : nodes_) stagers_runnable = stagers_runnable || s.cpu_limited;
@@ -504,48 +529,85 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
   tally->time += step;
   tally->stall += step - model_.work;
   clock_ += step;
-  read_time_ += step;
   const double pfs_share = Spare(model_.pfs_bandwidth, step, pfs_bytes) / model_.nodes;
   const double ops_share = Spare(model_.pfs_metadata_ops, step, pfs_opens) / model_.nodes;
   const double cpu_share = Spare(model_.cores, step, reader_cpu) / model_.nodes;
   for (NodeState& s : nodes_) {
-    if (!s.credit_limited) {
-      s.pfs_credit = s.ops_credit = s.net_credit = s.copy_credit = s.cpu_credit = 0;  // unspent
-    }
-    s.cpu_credit += cpu_share;
-    if (model_.leave_as_measured) SampleCopyTime(s, step);
-    while (!s.copying.empty() && s.copying.front().first <= clock_) {
-      auto it = s.copy_done_at.find(s.copying.front().second);
-      if (it != s.copy_done_at.end() && it->second <= clock_) s.copy_done_at.erase(it);
-      s.copying.pop_front();
-    }
-    while (!s.arriving.empty() && s.arriving.front().first <= clock_) {
-      auto it = s.arrival_of.find(s.arriving.front().second);
-      if (it != s.arrival_of.end() && it->second <= clock_) {
-        s.arrival_of.erase(it);
-        if (!s.refused.empty()) s.refused.erase(s.arriving.front().second);
-      }
-      s.arriving.pop_front();
-    }
-    while (!s.slots.empty() && s.slots.top() <= clock_) s.slots.pop();
-    s.copy_credit += Spare(CopyRate(), step, 0);
-    // An agent's calls are not banked: one it did not make in a step is time it spent waiting.
-    s.agent_calls = AgentCalls(step);
-    s.pfs_credit += pfs_share;
-    s.ops_credit += ops_share;
-    s.net_credit +=
-        Spare(model_.net_bandwidth, step, static_cast<double>(s.step_peer + s.step_pfs));
-    s.step_local = s.step_peer = s.step_pfs = 0;
+    SettleNode(s, step, pfs_share, ops_share, cpu_share, /*reading=*/true);
+    PopDue(s);
   }
-  step_pfs_bytes_ = step_pfs_opens_ = step_opens_ = 0;
-  positions_ += model_.ranks_per_node;
+}
+
+double Simulation::EndNodeStep(uint32_t node) {
+  NodeState& s = nodes_[node];
+  // The node's share of what all nodes share: 1/N of the PFS and of the cores.
+  const double n = model_.nodes;
+  const auto pfs_bytes = static_cast<double>(s.step_pfs);
+  const auto pfs_opens = static_cast<double>(s.step_pfs_opens);
+  double data = static_cast<double>(s.step_local) / model_.nvme_bandwidth;
+  data = std::max(data, static_cast<double>(s.step_peer + s.step_pfs) / model_.net_bandwidth);
+  if (s.step_pfs > 0) {
+    data = std::max(data, model_.pfs_open_latency / model_.reader_threads +
+                              std::max(pfs_bytes / (model_.pfs_bandwidth / n),
+                                       pfs_opens / (model_.pfs_metadata_ops / n)));
+  }
+  const double reader_cpu = static_cast<double>(s.step_opens) * model_.open_cpu;
+  if (!std::isinf(model_.cores)) {
+    bool stagers_runnable = false;
+    for (const NodeState& other : nodes_) stagers_runnable = stagers_runnable || other.cpu_limited;
+    const double reader_cores = model_.cores / n * (stagers_runnable ? model_.reader_share : 1.0);
+    data = std::max(data, reader_cpu / reader_cores);
+  }
+  const double step = std::max(model_.work, data);
+  SettleNode(s, step, Spare(model_.pfs_bandwidth / n, step, pfs_bytes),
+             Spare(model_.pfs_metadata_ops / n, step, pfs_opens),
+             Spare(model_.cores / n, step, reader_cpu), /*reading=*/true);
+  s.clock += step;
+  return step;
+}
+
+void Simulation::SettleNode(NodeState& s, double step, double pfs_share, double ops_share,
+                            double cpu_share, bool reading) {
+  if (!s.credit_limited) {
+    s.pfs_credit = s.ops_credit = s.net_credit = s.copy_credit = s.cpu_credit = 0;  // unspent
+  }
+  s.cpu_credit += cpu_share;
+  if (model_.leave_as_measured) SampleCopyTime(s, step);
+  s.copy_credit += Spare(CopyRate(), step, 0);
+  // An agent's calls are not banked: one it did not make in a step is time it spent waiting.
+  s.agent_calls = AgentCalls(step);
+  s.pfs_credit += pfs_share;
+  s.ops_credit += ops_share;
+  s.net_credit += Spare(model_.net_bandwidth, step, static_cast<double>(s.step_peer + s.step_pfs));
+  s.step_local = s.step_peer = s.step_pfs = s.step_opens = s.step_pfs_opens = 0;
+  if (reading) {
+    s.read_time += step;
+    s.positions += model_.ranks_per_node;
+  }
+}
+
+void Simulation::PopDue(NodeState& s) const {
+  while (!s.copying.empty() && s.copying.front().first <= clock_) {
+    auto it = s.copy_done_at.find(s.copying.front().second);
+    if (it != s.copy_done_at.end() && it->second <= clock_) s.copy_done_at.erase(it);
+    s.copying.pop_front();
+  }
+  while (!s.arriving.empty() && s.arriving.front().first <= clock_) {
+    auto it = s.arrival_of.find(s.arriving.front().second);
+    if (it != s.arrival_of.end() && it->second <= clock_) {
+      s.arrival_of.erase(it);
+      if (!s.refused.empty()) s.refused.erase(s.arriving.front().second);
+    }
+    s.arriving.pop_front();
+  }
+  while (!s.slots.empty() && s.slots.top() <= clock_) s.slots.pop();
 }
 
 uint64_t Simulation::LeftToReader(const NodeState& s) const {
   const double leave =
       model_.leave_as_measured ? kLeadMargin * s.copy_estimate : model_.leave_to_reader;
-  if (leave <= 0 || read_time_ <= 0) return 0;
-  const double pace = static_cast<double>(positions_) / read_time_;  // positions per second
+  if (leave <= 0 || s.read_time <= 0) return 0;
+  const double pace = static_cast<double>(s.positions) / s.read_time;  // positions per second
   // The live prefetcher truncates its measured lead; a fixed one is rounded up.
   if (model_.leave_as_measured) return static_cast<uint64_t>(pace * leave);
   return static_cast<uint64_t>(std::ceil(pace * leave));
@@ -617,6 +679,69 @@ void Simulation::LoadedAnotherEpoch() {
   }
 }
 
+void Simulation::ReadStep(uint32_t node, uint64_t p, ClusterEpochResult* tally) {
+  const uint32_t g = model_.ranks_per_node;
+  for (uint32_t k = 0; k < g; ++k) {
+    const uint64_t file = current_->FileAt(node * g + k, p);
+    if (file == kNeverRead) continue;
+    const uint64_t now = current_->base() + p * g + k;
+    Stage(node, now, tally);
+    Read(node, now, static_cast<uint32_t>(file), tally);
+  }
+}
+
+void Simulation::RunEpochInLockstep(ClusterEpochResult* tally,
+                                    const std::function<void()>& stepped) {
+  for (uint64_t p = 0; p < current_->steps(); ++p) {
+    for (uint32_t n = 0; n < model_.nodes; ++n) ReadStep(n, p, tally);
+    EndStep(tally);
+    stepped();
+  }
+}
+
+// A discrete-event loop: the node whose next step starts first takes it, so whatever a node sees
+// of the others (a home's copy, a peer's agent) happened before its own step began.
+void Simulation::RunEpochOnNodeClocks(ClusterEpochResult* tally,
+                                      const std::function<void()>& stepped) {
+  const double start = clock_;
+  const uint64_t steps = current_->steps();
+  // (start of the node's next step, node), earliest first; ties by node, as in lockstep.
+  using NextStep = std::pair<double, uint32_t>;
+  std::priority_queue<NextStep, std::vector<NextStep>, std::greater<>> next;
+  std::vector<uint64_t> step_of(model_.nodes, 0);
+  for (uint32_t n = 0; n < model_.nodes; ++n) {
+    nodes_[n].clock = start;
+    if (steps > 0) next.emplace(start, n);
+  }
+  while (!next.empty()) {
+    const auto [at, node] = next.top();
+    next.pop();
+    clock_ = at;
+    PopDue(nodes_[node]);
+    ReadStep(node, step_of[node], tally);
+    EndNodeStep(node);
+    if (++step_of[node] < steps) next.emplace(nodes_[node].clock, node);
+    stepped();
+  }
+  double end = start;
+  for (const NodeState& s : nodes_) end = std::max(end, s.clock);
+  // The nodes that finished first wait for the last; their stagers go on meanwhile.
+  clock_ = end;
+  const double n = model_.nodes;
+  for (NodeState& s : nodes_) {
+    const double wait = end - s.clock;
+    if (wait > 0) {
+      SettleNode(s, wait, Spare(model_.pfs_bandwidth / n, wait, 0),
+                 Spare(model_.pfs_metadata_ops / n, wait, 0), Spare(model_.cores / n, wait, 0),
+                 /*reading=*/false);
+      s.clock = end;
+    }
+    PopDue(s);
+  }
+  tally->time = end - start;
+  tally->stall = std::max(0.0, tally->time - static_cast<double>(steps) * model_.work);
+}
+
 Status Simulation::Run(Plan* plan, uint64_t first_epoch, uint64_t epochs,
                        const ClusterProgress& progress) {
   const uint32_t g = model_.ranks_per_node;
@@ -628,24 +753,22 @@ Status Simulation::Run(Plan* plan, uint64_t first_epoch, uint64_t epochs,
     if (!next.ok()) return next.status();
     next_ = *next;
   }
-  const uint64_t total_steps = current_->steps() * epochs;  // an estimate for the meter
+  // Steps (node steps on the nodes' clocks) for the meter; an estimate (epochs may differ).
+  const uint64_t total_steps =
+      current_->steps() * epochs * (model_.sync == ClusterSync::kEpoch ? model_.nodes : 1);
   uint64_t done = 0;
+  const std::function<void()> stepped = [&] {
+    ++done;
+    if (progress) progress(done, std::max(done, total_steps));
+  };
   Setup(first_epoch);
   for (uint64_t i = 0; i < epochs; ++i) {
     ClusterEpochResult tally;
     tally.epoch = first_epoch + i;
-    for (uint64_t p = 0; p < current_->steps(); ++p) {
-      for (uint32_t n = 0; n < model_.nodes; ++n) {
-        for (uint32_t k = 0; k < g; ++k) {
-          const uint64_t file = current_->FileAt(n * g + k, p);
-          if (file == kNeverRead) continue;
-          const uint64_t now = current_->base() + p * g + k;
-          Stage(n, now, &tally);
-          Read(n, now, static_cast<uint32_t>(file), &tally);
-        }
-      }
-      EndStep(&tally);
-      if (progress) progress(++done, std::max(done, total_steps));
+    if (model_.sync == ClusterSync::kEpoch) {
+      RunEpochOnNodeClocks(&tally, stepped);
+    } else {
+      RunEpochInLockstep(&tally, stepped);
     }
     result_.epochs.push_back(tally);
     if (i + 1 == epochs) break;

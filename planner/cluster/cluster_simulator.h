@@ -2,8 +2,9 @@
 // nodes, each serving ranks_per_node ranks with a cache of node_capacity bytes under the mount's
 // plan policy, all sharing one PFS (bandwidth and opens per second), each with its own link and
 // NVMe, under one placement across nodes. Time-stepped: each step every rank reads one file; a
-// step lasts max(work, the slowest node's data time); what readers leave of the PFS and the links
-// is staging credit for the next step, so a staged copy can be late.
+// step lasts max(work, the slowest node's data time) (model.sync kStep), or each node steps on
+// its own clock and the nodes meet at epoch ends (kEpoch); what readers leave of the PFS and the
+// links is staging credit for the next step, so a staged copy can be late.
 //
 // Inputs: `plan` covers every rank of its world (no ranks=), world = nodes x ranks_per_node;
 // `sizes` are bytes by file (the caller rounds them to blocks). Epochs [first_epoch, first_epoch +

@@ -326,6 +326,93 @@ TEST(ClusterSimulatorTest, UnderClairfsTheSetupStagesOnlyTheFirstEpoch) {
 // over the nodes, one copy of 0.25 CPU-s each per step: as ACopyTimeLimitsTheStager, 8 hits in
 // epoch 0. With 1 CPU-s per open the two nodes' opens take 2 s on the one core: each step lasts
 // 2 s (1 s of stall) and leaves the stagers nothing, so every read misses.
+// Each node at its own pace (--sync epoch). Node 0 reads big, small, big, small and node 1 small,
+// big, small, big in epoch 0; big files (8 MiB) do not fit the 4 MiB caches and are read from the
+// PFS (1 s per open), small ones are staged ahead (hits, no time). In lockstep every step has a
+// miss somewhere: 4 s. On their own clocks each node pays its own two misses: 2 s. In epoch 1
+// node 0 misses 4 times and node 1 hits 4 times: 4 s either way, node 1 waiting at the end.
+TEST(ClusterSimulatorTest, OnTheirOwnClocksNodesPayOnlyTheirOwnMisses) {
+  testing::TempDir dir;
+  auto plan = ListPlan(dir,
+                       "# epoch 0\n# rank 0\nb0\ns0\nb1\ns1\n# rank 1\nt0\nc0\nt1\nc1\n"
+                       "# epoch 1\n# rank 0\nb0\nb1\nc0\nc1\n# rank 1\ns0\ns1\nt0\nt1\n");
+  // Numbered by first appearance: b0 s0 b1 s1 t0 c0 t1 c1.
+  const std::vector<uint64_t> sizes = {8 * kMiB, kMiB,     8 * kMiB, kMiB,
+                                       kMiB,     8 * kMiB, kMiB,     8 * kMiB};
+  ClusterModel model = TwoNodesOneRankEach(4 * kMiB);
+  model.work = 0;
+  model.pfs_open_latency = 1;
+  ClusterRunResult lockstep = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  model.sync = ClusterSync::kEpoch;
+  ClusterRunResult own = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(lockstep.epochs.size(), 2u);
+  ASSERT_EQ(own.epochs.size(), 2u);
+  for (const ClusterRunResult* run : {&lockstep, &own}) {
+    EXPECT_EQ(run->epochs[0].local_hits, 4u);
+    EXPECT_EQ(run->epochs[0].pfs_reads, 4u);
+    EXPECT_EQ(run->epochs[1].local_hits, 4u);
+    EXPECT_EQ(run->epochs[1].pfs_reads, 4u);
+    EXPECT_DOUBLE_EQ(run->epochs[1].time, 4.0);
+  }
+  EXPECT_DOUBLE_EQ(lockstep.epochs[0].time, 4.0);
+  EXPECT_DOUBLE_EQ(lockstep.epochs[0].stall, 4.0);
+  EXPECT_DOUBLE_EQ(own.epochs[0].time, 2.0);
+  EXPECT_DOUBLE_EQ(own.epochs[0].stall, 2.0);
+  EXPECT_DOUBLE_EQ(own.epochs[1].stall, 4.0);
+  // Two files in flight per reader: each miss's open latency is half its own.
+  model.reader_threads = 2;
+  EXPECT_DOUBLE_EQ(Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone).epochs[0].time,
+                   1.0);
+  model.sync = ClusterSync::kStep;
+  EXPECT_DOUBLE_EQ(Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone).epochs[0].time,
+                   2.0);
+}
+
+// On one node there is nobody to keep pace with: both syncs give the same run, every mechanism on.
+TEST(ClusterSimulatorTest, OneNodeRunsTheSameWhateverTheSync) {
+  auto plan = SamplerPlan("torch-distributed:seed=3,world=2,epochs=3", 400);
+  const std::vector<uint64_t> sizes = ImageNetSizes(400, 3);
+  ClusterModel model;
+  model.nodes = 1;
+  model.ranks_per_node = 2;
+  model.node_capacity = Sum(sizes) / 2;
+  model.pfs_bandwidth = 40e6;
+  model.pfs_open_latency = 0.002;
+  model.pfs_metadata_ops = 2000;
+  model.work = 0.003;
+  model.copy_time = 0.001;
+  model.setup_time = 0.5;
+  model.cores = 1;
+  model.reader_share = 0.5;
+  model.open_cpu = 0.0005;
+  model.copy_cpu = 0.001;
+  model.pfs_copy_time = 0.02;
+  model.leave_as_measured = true;
+  ClusterRunResult lockstep = Simulate(plan.get(), 3, sizes, model, ClusterPlacement::kNone);
+  model.sync = ClusterSync::kEpoch;
+  ClusterRunResult own = Simulate(plan.get(), 3, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(lockstep.epochs.size(), 3u);
+  ASSERT_EQ(own.epochs.size(), 3u);
+  for (size_t e = 0; e < 3; ++e) {
+    SCOPED_TRACE("epoch " + std::to_string(e));
+    const ClusterEpochResult& a = lockstep.epochs[e];
+    const ClusterEpochResult& b = own.epochs[e];
+    EXPECT_EQ(a.local_hits, b.local_hits);
+    EXPECT_EQ(a.pfs_reads, b.pfs_reads);
+    EXPECT_EQ(a.pfs_bytes, b.pfs_bytes);
+    EXPECT_EQ(a.staged_files, b.staged_files);
+    EXPECT_EQ(a.late_copies, b.late_copies);
+    EXPECT_EQ(a.left_to_reader, b.left_to_reader);
+    EXPECT_EQ(a.staging_behind, b.staging_behind);
+    // The same steps, summed from another origin: equal but for rounding.
+    EXPECT_NEAR(a.time, b.time, 1e-9 * a.time);
+    EXPECT_NEAR(a.stall, b.stall, 1e-9 * a.time);
+  }
+  // The run is not trivial: some hits, some misses of each kind the mechanisms make.
+  EXPECT_GT(lockstep.epochs[1].local_hits, 0u);
+  EXPECT_GT(lockstep.epochs[1].pfs_reads, 0u);
+}
+
 TEST(ClusterSimulatorTest, NodesContendForSharedCores) {
   auto plan = SamplerPlan("torch-distributed:seed=1,world=2,shuffle=0", 10);
   const std::vector<uint64_t> sizes(10, kMiB);
@@ -753,7 +840,12 @@ TEST(ClusterSimulatorTest, BadInputGetsOneClearError) {
   model.pfs_bandwidth = kUnlimited;
   model.pfs_copy_time = -0.001;
   EXPECT_EQ(CheckClusterModel(model).message(), "--pfs-copy-ms must not be negative");
+  model.pfs_copy_time = 0;
+  model.reader_threads = 0;
+  EXPECT_EQ(CheckClusterModel(model).message(), "--reader-threads must be at least 1");
   EXPECT_FALSE(ParseClusterPlacement("hvac").ok());
+  EXPECT_EQ(ParseClusterSync("lockstep").status().message(),
+            "--sync 'lockstep': expected step or epoch");
 }
 
 }  // namespace
