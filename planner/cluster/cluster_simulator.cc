@@ -200,6 +200,16 @@ class Simulation {
     auto it = s.copy_done_at.find(file);
     return it != s.copy_done_at.end() && it->second > clock_;
   }
+  // Keeps cpu_limited_nodes_, so that a step need not look at every node to know it.
+  void SetCpuLimited(NodeState& s, bool limited) {
+    if (s.cpu_limited == limited) return;
+    s.cpu_limited = limited;
+    if (limited) {
+      ++cpu_limited_nodes_;
+    } else {
+      --cpu_limited_nodes_;
+    }
+  }
   // The live wants queue's slots are counted apart from the arrivals (docs/SIMULATOR.md).
   bool WantsQueue() const {
     return model_.transfer_time > 0 && (model_.transfer_slot_time > 0 || model_.refusal_time > 0);
@@ -225,6 +235,7 @@ class Simulation {
   std::shared_ptr<const EpochReads> current_;
   std::shared_ptr<const EpochReads> next_;
   double clock_ = 0;  // seconds since the job started (setup included); the current step's start
+  uint32_t cpu_limited_nodes_ = 0;  // nodes whose stager waits for CPU (NodeState::cpu_limited)
   bool in_setup_ = false;
   ClusterRunResult result_;
 };
@@ -262,7 +273,7 @@ void Simulation::Stage(uint32_t node, uint64_t now, ClusterEpochResult* tally) {
   NodeState& s = nodes_[node];
   if (s.ahead < now) s.ahead = now;
   s.credit_limited = false;
-  s.cpu_limited = false;
+  SetCpuLimited(s, false);
   StageContext c;
   c.now = now;
   c.left_to_reader = LeftToReader(s);
@@ -366,7 +377,7 @@ Simulation::StageResult Simulation::StageAt(uint32_t node, uint64_t position, ui
   if (s.net_credit < bytes || s.copy_credit < 1 || s.cpu_credit < cpu || agent_busy ||
       (from_pfs && (s.pfs_credit < bytes || s.ops_credit < 1))) {
     s.credit_limited = true;
-    s.cpu_limited = s.cpu_credit < cpu;
+    SetCpuLimited(s, s.cpu_credit < cpu);
     return StageResult::kStop;
   }
   if (!s.cache.MakeRoom(size, position, sizes_)) return StageResult::kStop;
@@ -520,8 +531,7 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
   // share of the cores (model_.reader_share; 1: the readers first).
   const double reader_cpu = static_cast<double>(step_opens) * model_.open_cpu;
   if (!std::isinf(model_.cores)) {
-    bool stagers_runnable = false;
-    for (const NodeState& s : nodes_) stagers_runnable = stagers_runnable || s.cpu_limited;
+    const bool stagers_runnable = cpu_limited_nodes_ > 0;
     const double reader_cores = model_.cores * (stagers_runnable ? model_.reader_share : 1.0);
     slowest = std::max(slowest, reader_cpu / reader_cores);
   }
@@ -553,8 +563,7 @@ double Simulation::EndNodeStep(uint32_t node) {
   }
   const double reader_cpu = static_cast<double>(s.step_opens) * model_.open_cpu;
   if (!std::isinf(model_.cores)) {
-    bool stagers_runnable = false;
-    for (const NodeState& other : nodes_) stagers_runnable = stagers_runnable || other.cpu_limited;
+    const bool stagers_runnable = cpu_limited_nodes_ > 0;
     const double reader_cores = model_.cores / n * (stagers_runnable ? model_.reader_share : 1.0);
     data = std::max(data, reader_cpu / reader_cores);
   }
