@@ -172,6 +172,14 @@ class Simulation {
   // ClusterSync::kEpoch: node `node`'s step ends; its length from its own reads, with its share
   // of what the nodes share (the PFS, the cores). Returns the step's seconds.
   double EndNodeStep(uint32_t node);
+  // The PFS's time for reads of `bytes` in `opens` opens by readers that get 1/`sharers` of it:
+  // its open latency (overlapped by the reader threads) and its bandwidth or opens; 0 for none.
+  double PfsTime(double bytes, double opens, double sharers) const;
+  // A node's data time in a step: the longest of its local reads, its link and, if it read from
+  // the PFS, `pfs_time`.
+  double NodeDataTime(const NodeState& s, double pfs_time) const;
+  // Seconds the readers' `reader_cpu` CPU-seconds take on 1/`sharers` of the cores.
+  double ReaderCpuTime(double reader_cpu, double sharers) const;
   // A node's credits for the next step after a step of `step` seconds (what the readers left of
   // its shares), its copy-time sample; a step in which the reader did not read (`reading` false:
   // a wait for the other nodes at an epoch's end) does not count in its pace.
@@ -515,26 +523,11 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
   }
   const auto pfs_bytes = static_cast<double>(step_pfs_bytes);
   const auto pfs_opens = static_cast<double>(step_pfs_opens);
-  const double pfs_time = step_pfs_opens == 0 ? 0.0
-                                              : model_.pfs_open_latency / model_.reader_threads +
-                                                    std::max(pfs_bytes / model_.pfs_bandwidth,
-                                                             pfs_opens / model_.pfs_metadata_ops);
+  const double pfs_time = PfsTime(pfs_bytes, pfs_opens, 1);
   double slowest = 0;
-  for (const NodeState& s : nodes_) {
-    double data = static_cast<double>(s.step_local) / model_.nvme_bandwidth;
-    data = std::max(data, static_cast<double>(s.step_peer + s.step_pfs) / model_.net_bandwidth);
-    if (s.step_pfs > 0) data = std::max(data, pfs_time);
-    slowest = std::max(slowest, data);
-  }
-  // The readers' opens take CPU first; all nodes share the cores (the live bench's machine).
-  // While a stager waits for CPU it is runnable, and the scheduler gives the readers only their
-  // share of the cores (model_.reader_share; 1: the readers first).
+  for (const NodeState& s : nodes_) slowest = std::max(slowest, NodeDataTime(s, pfs_time));
   const double reader_cpu = static_cast<double>(step_opens) * model_.open_cpu;
-  if (!std::isinf(model_.cores)) {
-    const bool stagers_runnable = cpu_limited_nodes_ > 0;
-    const double reader_cores = model_.cores * (stagers_runnable ? model_.reader_share : 1.0);
-    slowest = std::max(slowest, reader_cpu / reader_cores);
-  }
+  slowest = std::max(slowest, ReaderCpuTime(reader_cpu, 1));
   const double step = std::max(model_.work, slowest);
   tally->time += step;
   tally->stall += step - model_.work;
@@ -548,25 +541,38 @@ void Simulation::EndStep(ClusterEpochResult* tally) {
   }
 }
 
+double Simulation::PfsTime(double bytes, double opens, double sharers) const {
+  if (opens == 0) return 0;
+  return model_.pfs_open_latency / model_.reader_threads +
+         std::max(bytes / (model_.pfs_bandwidth / sharers),
+                  opens / (model_.pfs_metadata_ops / sharers));
+}
+
+double Simulation::NodeDataTime(const NodeState& s, double pfs_time) const {
+  double data = static_cast<double>(s.step_local) / model_.nvme_bandwidth;
+  data = std::max(data, static_cast<double>(s.step_peer + s.step_pfs) / model_.net_bandwidth);
+  if (s.step_pfs > 0) data = std::max(data, pfs_time);
+  return data;
+}
+
+// The readers' opens take CPU first; all nodes share the cores (the live bench's machine). While
+// a stager waits for CPU it is runnable, and the scheduler gives the readers only their share of
+// the cores (model_.reader_share; 1: the readers first).
+double Simulation::ReaderCpuTime(double reader_cpu, double sharers) const {
+  if (std::isinf(model_.cores)) return 0;
+  const double share = cpu_limited_nodes_ > 0 ? model_.reader_share : 1.0;
+  return reader_cpu / (model_.cores / sharers * share);
+}
+
 double Simulation::EndNodeStep(uint32_t node) {
   NodeState& s = nodes_[node];
   // The node's share of what all nodes share: 1/N of the PFS and of the cores.
   const double n = model_.nodes;
   const auto pfs_bytes = static_cast<double>(s.step_pfs);
   const auto pfs_opens = static_cast<double>(s.step_pfs_opens);
-  double data = static_cast<double>(s.step_local) / model_.nvme_bandwidth;
-  data = std::max(data, static_cast<double>(s.step_peer + s.step_pfs) / model_.net_bandwidth);
-  if (s.step_pfs > 0) {
-    data = std::max(data, model_.pfs_open_latency / model_.reader_threads +
-                              std::max(pfs_bytes / (model_.pfs_bandwidth / n),
-                                       pfs_opens / (model_.pfs_metadata_ops / n)));
-  }
   const double reader_cpu = static_cast<double>(s.step_opens) * model_.open_cpu;
-  if (!std::isinf(model_.cores)) {
-    const bool stagers_runnable = cpu_limited_nodes_ > 0;
-    const double reader_cores = model_.cores / n * (stagers_runnable ? model_.reader_share : 1.0);
-    data = std::max(data, reader_cpu / reader_cores);
-  }
+  const double data =
+      std::max(NodeDataTime(s, PfsTime(pfs_bytes, pfs_opens, n)), ReaderCpuTime(reader_cpu, n));
   const double step = std::max(model_.work, data);
   SettleNode(s, step, Spare(model_.pfs_bandwidth / n, step, pfs_bytes),
              Spare(model_.pfs_metadata_ops / n, step, pfs_opens),
