@@ -97,7 +97,12 @@ TEST_F(StatsDarshanTest, OwnLogIsAOneProcessLogOfMeasuredCounters) {
     io_time += Float(rec, "POSIX_F_META_TIME") + Float(rec, "POSIX_F_READ_TIME") +
                Float(rec, "POSIX_F_WRITE_TIME");
   }
-  EXPECT_EQ(bytes, (3 << 20) + 9000 + 20000);
+  // Each file read once; the counters count what reaches the daemon, and a page the kernel
+  // dropped under memory pressure between its readahead and its read is read again (seen once in
+  // CI's ASan stage: 4,096 bytes more). More than a few pages again would be a counting error.
+  const int64_t once = (3 << 20) + 9000 + 20000;
+  EXPECT_GE(bytes, once);
+  EXPECT_LE(bytes, once + 16 * 4096);
   // darshan-parser --perf for records of rank 0 of a one-process log: agg_perf_by_slowest =
   // total bytes / the rank's meta + read + write time. With shared (rank -1) records it would
   // be bytes / POSIX_F_SLOWEST_RANK_TIME, which only Darshan's MPI reduction fills: 0.
