@@ -426,8 +426,8 @@ void RegisterSimulate(CLI::App& app) {
                   "With --nodes: how the nodes' readers keep pace. step (the default): every rank "
                   "reads its next file together, a step as long as the slowest node's, as "
                   "synchronous training's iterations; epoch: each node reads at its own pace, "
-                  "with 1/N of the PFS and of the cores, and all wait for the last at an "
-                  "epoch's end, as `clairfs bench peers` reads")
+                  "the nodes still reading sharing the PFS and the cores, and all wait for the "
+                  "last at an epoch's end, as `clairfs bench peers` reads")
       ->type_name("step|epoch");
   cmd->add_flag("--queued-wants", cluster->queued_wants,
                 "With --nodes: a want the agent cannot take yet (its transfers in flight or its "
@@ -457,8 +457,9 @@ void RegisterSimulate(CLI::App& app) {
   cmd->add_option("--agent-call-ms", cluster->agent_call_ms,
                   "With --nodes: clairfs's agent makes its daemon calls one at a time, each "
                   "taking this many ms; a transfer costs its asker's agent 2 calls and its home's "
-                  "1, a refusal 1 each (measured live: the agent's daemon_call_ms over its calls "
-                  "in `clairfs status --json`; default 0: calls take no time)")
+                  "1, a refusal 1 each, and an agent still busy with them takes no want "
+                  "(measured live: the agent's daemon_call_ms over its calls in `clairfs status "
+                  "--json`; default 0: calls take no time)")
       ->type_name("MS");
   cmd->add_option("--pfs-copy-ms", cluster->pfs_copy_ms,
                   "With --nodes: ms from a stager starting a PFS copy to its publish; a reader "

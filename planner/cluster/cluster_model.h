@@ -72,7 +72,8 @@ struct ClusterModel {
   // clairfs: seconds each of the agent's daemon calls takes, the agent making them one at a time
   // (docs/SIMULATOR.md, "The wants queue: the agent's daemon calls"). A transfer costs its asker's
   // agent 2 calls and its home's 1, a refusal 1 each: per step of S seconds an agent makes S /
-  // agent_call_time calls. 0: calls take no time.
+  // agent_call_time calls. A free agent takes a want at once and owes its calls; one still owing
+  // takes none. 0: calls take no time.
   double agent_call_time = 0;
   // Seconds from the stager starting a PFS copy to its publish (the live copy's time in flight:
   // open, read, write, fsync, rename, index entry, behind the other copies at the PFS and the

@@ -44,8 +44,10 @@ struct NodeState {
   double net_credit = 0;
   double copy_credit = 0;  // copies the stager can still publish
   double cpu_credit = 0;   // CPU-seconds of the shared cores the stager can still spend
-  // Daemon calls the node's agent can still make in this step (model.agent_call_time); its own
-  // transfers and its serving of other nodes' draw on the same calls.
+  // Daemon calls the node's agent can still make in this step (model.agent_call_time), less the
+  // calls it owes: it takes a want while this is above 0 (it is free), and the want's calls may
+  // take it below, owed from the next steps' time. Its own transfers and its serving of other
+  // nodes' draw on the same calls.
   double agent_calls = kUnlimited;
   bool credit_limited = false;  // the stager last stopped for want of credit
   bool cpu_limited = false;     // ... of CPU in particular (it is runnable: it shares the cores)
@@ -244,6 +246,9 @@ class Simulation {
   std::shared_ptr<const EpochReads> next_;
   double clock_ = 0;  // seconds since the job started (setup included); the current step's start
   uint32_t cpu_limited_nodes_ = 0;  // nodes whose stager waits for CPU (NodeState::cpu_limited)
+  // ClusterSync::kEpoch: the nodes that have not finished the epoch's reads, which share the PFS
+  // and the cores.
+  uint32_t reading_nodes_ = 0;
   bool in_setup_ = false;
   ClusterRunResult result_;
 };
@@ -375,9 +380,9 @@ Simulation::StageResult Simulation::StageAt(uint32_t node, uint64_t position, ui
   // serves the copy (or refuses).
   const double asker_calls = transfer ? (refused ? 1.0 : 2.0) : 0.0;
   const double server_calls = transfer && server != kNoNode ? 1.0 : 0.0;
+  // An agent busy with calls it owes takes no want; a free one takes it and owes its calls.
   const bool agent_busy =
-      transfer && (s.agent_calls < asker_calls ||
-                   (server_calls > 0 && nodes_[server].agent_calls < server_calls) ||
+      transfer && (s.agent_calls <= 0 || (server_calls > 0 && nodes_[server].agent_calls <= 0) ||
                    (model_.transfer_time > 0 && model_.transfers_in_flight > 0 &&
                     InFlight(s) >= model_.transfers_in_flight));
   if (queue_wants && agent_busy)
@@ -566,8 +571,9 @@ double Simulation::ReaderCpuTime(double reader_cpu, double sharers) const {
 
 double Simulation::EndNodeStep(uint32_t node) {
   NodeState& s = nodes_[node];
-  // The node's share of what all nodes share: 1/N of the PFS and of the cores.
-  const double n = model_.nodes;
+  // The node's share of what the nodes share: the PFS and the cores, split among the nodes still
+  // reading (one whose reader is done waits at the epoch's end).
+  const double n = std::max<uint32_t>(1, reading_nodes_);
   const auto pfs_bytes = static_cast<double>(s.step_pfs);
   const auto pfs_opens = static_cast<double>(s.step_pfs_opens);
   const double reader_cpu = static_cast<double>(s.step_opens) * model_.open_cpu;
@@ -589,8 +595,8 @@ void Simulation::SettleNode(NodeState& s, double step, double pfs_share, double 
   s.cpu_credit += cpu_share;
   if (model_.leave_as_measured) SampleCopyTime(s, step);
   s.copy_credit += Spare(CopyRate(), step, 0);
-  // An agent's calls are not banked: one it did not make in a step is time it spent waiting.
-  s.agent_calls = AgentCalls(step);
+  // The calls an agent owes carry over; the time it had nothing to do is not banked.
+  s.agent_calls = std::min(s.agent_calls, 0.0) + AgentCalls(step);
   s.pfs_credit += pfs_share;
   s.ops_credit += ops_share;
   s.net_credit += Spare(model_.net_bandwidth, step, static_cast<double>(s.step_peer + s.step_pfs));
@@ -728,14 +734,23 @@ void Simulation::RunEpochOnNodeClocks(ClusterEpochResult* tally,
     nodes_[n].clock = start;
     if (steps > 0) next.emplace(start, n);
   }
+  // When the nodes whose last step is under way end it: from then on the others share without
+  // them.
+  std::priority_queue<double, std::vector<double>, std::greater<>> finishing;
+  reading_nodes_ = steps > 0 ? model_.nodes : 0;
   while (!next.empty()) {
     const auto [at, node] = next.top();
     next.pop();
+    for (; !finishing.empty() && finishing.top() <= at; finishing.pop()) --reading_nodes_;
     clock_ = at;
     PopDue(nodes_[node]);
     ReadStep(node, step_of[node], tally);
     EndNodeStep(node);
-    if (++step_of[node] < steps) next.emplace(nodes_[node].clock, node);
+    if (++step_of[node] < steps) {
+      next.emplace(nodes_[node].clock, node);
+    } else {
+      finishing.push(nodes_[node].clock);
+    }
     stepped();
   }
   double end = start;

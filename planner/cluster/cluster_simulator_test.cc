@@ -368,6 +368,30 @@ TEST(ClusterSimulatorTest, OnTheirOwnClocksNodesPayOnlyTheirOwnMisses) {
                    2.0);
 }
 
+// On their own clocks the nodes still reading share the PFS; one that is done waits and takes no
+// share (the swap job's epoch 0, a b on node 0 and c d on node 1, of 1, 1, 3 and 1 MiB; a PFS of
+// 2 MiB/s with no open latency, caches too small for any copy, no work):
+//   node 0 reads a in [0, 1] and b in [1, 2] at half the PFS (1 MiB/s), as node 1 reads c in
+//   [0, 3]; node 1's d starts at 3, when node 0 is done: the whole PFS, 0.5 s. The epoch: 3.5 s.
+//   In lockstep: a and c together (4 MiB, 2 s), then b and d (2 MiB, 1 s): 3 s.
+TEST(ClusterSimulatorTest, OnTheirOwnClocksTheNodesStillReadingShareThePfs) {
+  testing::TempDir dir;
+  auto plan = ListPlan(dir, kSwapJob);
+  const std::vector<uint64_t> sizes = {kMiB, kMiB, 3 * kMiB, kMiB};
+  ClusterModel model = TwoNodesOneRankEach(1);
+  model.work = 0;
+  model.pfs_bandwidth = 2.0 * kMiB;
+  model.sync = ClusterSync::kEpoch;
+  ClusterRunResult own = Simulate(plan.get(), 1, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(own.epochs.size(), 1u);
+  EXPECT_EQ(own.epochs[0].pfs_reads, 4u);
+  EXPECT_DOUBLE_EQ(own.epochs[0].time, 3.5);
+  model.sync = ClusterSync::kStep;
+  ClusterRunResult lockstep = Simulate(plan.get(), 1, sizes, model, ClusterPlacement::kNone);
+  ASSERT_EQ(lockstep.epochs.size(), 1u);
+  EXPECT_DOUBLE_EQ(lockstep.epochs[0].time, 3.0);
+}
+
 // On one node there is nobody to keep pace with: both syncs give the same run, every mechanism on.
 TEST(ClusterSimulatorTest, OneNodeRunsTheSameWhateverTheSync) {
   auto plan = SamplerPlan("torch-distributed:seed=3,world=2,epochs=3", 400);
@@ -596,6 +620,11 @@ TEST(ClusterSimulatorTest, ATransferFreesItsSlotBeforeItsCopyIsPublished) {
 //   0.25 s a call (4 a step): at clock 1 node 0 asks for c and d (its 4 calls, and 2 of node 1's);
 //     node 1 has 2 calls left, but a and b need 1 of node 0's each: none. They arrive at 2.5 s
 //     (d is hit at 3 s). At clock 2 node 1 asks for a and b, arriving at 3.5 s: both late.
+//   1.5 s a call (2/3 of a call a step): a free agent takes a want and owes its calls. At clock 1
+//     both agents are free (2/3 each): node 0 asks for c, owing 4/3 (node 1 then owes 1/3); then
+//     node 0 is busy, so d, a and b wait. At clock 2 node 0 still owes 2/3, and at clock 3 it owes
+//     nothing but is not free (no time left): c arrives at 2.5 s, after its read at 2 s (late),
+//     and epoch 1 reads the other three from the PFS.
 TEST(ClusterSimulatorTest, TheAgentsDaemonCallsLimitItsTransfers) {
   testing::TempDir dir;
   auto plan = ListPlan(dir, kSwapJob);
@@ -613,6 +642,12 @@ TEST(ClusterSimulatorTest, TheAgentsDaemonCallsLimitItsTransfers) {
   ASSERT_EQ(scarce.epochs.size(), 2u);
   EXPECT_EQ(scarce.epochs[1].local_hits, 1u);
   EXPECT_EQ(scarce.epochs[1].late_transfers, 3u);
+  model.agent_call_time = 1.5;
+  ClusterRunResult slow = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kClairfs);
+  ASSERT_EQ(slow.epochs.size(), 2u);
+  EXPECT_EQ(slow.epochs[0].peer_bytes, kMiB);
+  EXPECT_EQ(slow.epochs[1].late_transfers, 1u);
+  EXPECT_EQ(slow.epochs[1].local_hits, 0u);
   // Only clairfs has agents: the same model under `none` is as without calls.
   ClusterRunResult alone = Simulate(plan.get(), 2, sizes, model, ClusterPlacement::kNone);
   model.agent_call_time = 0;
