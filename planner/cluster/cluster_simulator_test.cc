@@ -622,9 +622,9 @@ TEST(ClusterSimulatorTest, ATransferFreesItsSlotBeforeItsCopyIsPublished) {
 //     (d is hit at 3 s). At clock 2 node 1 asks for a and b, arriving at 3.5 s: both late.
 //   1.5 s a call (2/3 of a call a step): a free agent takes a want and owes its calls. At clock 1
 //     both agents are free (2/3 each): node 0 asks for c, owing 4/3 (node 1 then owes 1/3); then
-//     node 0 is busy, so d, a and b wait. At clock 2 node 0 still owes 2/3, and at clock 3 it owes
-//     nothing but is not free (no time left): c arrives at 2.5 s, after its read at 2 s (late),
-//     and epoch 1 reads the other three from the PFS.
+//     node 0 is busy, so d, a and b wait. At clock 2 node 0 still owes 2/3, and at clock 3 it has
+//     just paid them, with nothing to spare (not free): c arrives at 2.5 s, after its read at 2 s
+//     (late), and epoch 1 reads the other three from the PFS.
 TEST(ClusterSimulatorTest, TheAgentsDaemonCallsLimitItsTransfers) {
   testing::TempDir dir;
   auto plan = ListPlan(dir, kSwapJob);
