@@ -32,7 +32,8 @@ class ClairfsMount {
   CommandResult Mount(const std::vector<std::string>& extra = {});
   // Mounts with the product's default --stage-settle (the backing-store reliability row).
   void KeepDefaultSettle() { default_settle_ = true; }
-  // `clairfs status --json`, parsed (an empty object if it failed).
+  // What `clairfs status --json` prints, asked in this process through the CLI's control client
+  // (an empty object if it failed).
   nlohmann::json Status();
   // One counter of Status() (0 if absent).
   uint64_t Counter(const char* key) { return Status().value(key, uint64_t{0}); }
