@@ -90,10 +90,10 @@ TEST_F(NoOpenTest, ReadsAreByteExactAndOnlyTheFirstOpenAndFlushReachTheDaemon) {
   EXPECT_EQ(status.value("hits", uint64_t{0}) - hits, files.size()) << status.dump();
   EXPECT_GT(status["open_mode"].value("kept_files", uint64_t{0}), 0u);
   // Warm reads (pages kept) reach the daemon not at all, unless the kernel reclaimed pages
-  // meanwhile (this VM drops clean pages with memory free, see the last test; a CI ASan run saw
-  // 29 READs in one pass over 30 files): a file whose pages are gone costs a READ. A regression
-  // that drops the pages at each open costs at least one READ per file in every pass, so the
-  // best of up to three passes must cost fewer than half the files' worth.
+  // meanwhile (this VM drops clean pages with memory free, see EachByteReadIsCachedOnce... below;
+  // a CI ASan run saw 29 READs in one pass over 30 files): a file whose pages are gone costs a
+  // READ. A regression that drops the pages at each open costs at least one READ per file in
+  // every pass, so the best of up to three passes must cost fewer than half the files' worth.
   for (const auto& [rel, content] : files) ASSERT_EQ(ReadFile(mnt_ + "/" + rel), content);
   uint64_t fewest_reads = UINT64_MAX;
   for (int pass = 0; pass < 3 && fewest_reads >= files.size() / 2; ++pass) {
